@@ -1,0 +1,135 @@
+"""Uniform replay buffer: preallocated per-field tensors written as a ring, sampled by one gather per field."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from easydict import EasyDict
+from torch import Tensor
+
+from ..config import class_default_config
+from ..registry import BUFFER_REGISTRY
+from ..utils.checkpoint import load_file, save_file
+from .collate import Batch, default_collate, flatten_batch, unflatten_batch
+
+BUFFER_FILE_VERSION = 1
+
+
+@BUFFER_REGISTRY.register('naive')
+class ReplayBuffer:
+    """FIFO ring of transitions stored struct-of-arrays; field shapes and dtypes are fixed by the first push."""
+
+    config = dict(
+        type='naive',
+        replay_buffer_size=10000,  # transitions kept; the oldest are overwritten
+        device='cpu',              # where the storage lives ('cuda' keeps sampled batches on the GPU)
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, cfg: dict | None = None, tb_logger: Any = None, exp_name: str = 'default_experiment') -> None:
+        self._cfg = EasyDict(self.default_config(), **(cfg or {}))
+        self.size = int(self._cfg.replay_buffer_size)
+        if self.size <= 0:
+            raise ValueError(f"replay_buffer_size must be positive, got {self.size}")
+        self.device = torch.device(self._cfg.device or 'cpu')
+        self._tb_logger, self._exp_name = tb_logger, exp_name
+        self._storage: dict[tuple[str, ...], Tensor] = {}
+        self._ptr = 0
+        self._count = 0
+
+    def push(self, data: list[dict] | dict | Batch) -> None:
+        """Append a list of transitions or a batch (leading dim = transitions)."""
+        if isinstance(data, (list, tuple)):
+            if not data:
+                return
+            data = default_collate(list(data))
+        flat = flatten_batch(data)
+        n = _batch_len(flat)
+        if not self._storage:
+            self._allocate(flat)
+        self._check_schema(flat)
+        if n > self.size:  # only the newest `size` survive a ring anyway
+            flat, n = {k: v[-self.size:] for k, v in flat.items()}, self.size
+        index = (self._ptr + torch.arange(n, device=self.device)) % self.size
+        for path, value in flat.items():
+            self._storage[path].index_copy_(0, index, value.to(self.device, self._storage[path].dtype))
+        self._on_write(index)
+        self._ptr = (self._ptr + n) % self.size
+        self._count = min(self._count + n, self.size)
+
+    def sample(self, batch_size: int) -> Batch:
+        """``batch_size`` transitions drawn uniformly with replacement, as one collated batch."""
+        self._check_can_sample(batch_size)
+        index = torch.randint(self._count, (batch_size,), device=self.device)
+        return self._gather(index)
+
+    def _gather(self, index: Tensor, **extra: Tensor) -> Batch:
+        flat = {path: storage.index_select(0, index) for path, storage in self._storage.items()}
+        flat.update({(k,): v for k, v in extra.items()})
+        return unflatten_batch(flat)
+
+    def _check_can_sample(self, batch_size: int) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if self._count == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+
+    def _on_write(self, index: Tensor) -> None:
+        """Hook for subclasses that track per-slot state (priorities)."""
+
+    def count(self) -> int:
+        return self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def clear(self) -> None:
+        self._ptr = self._count = 0
+
+    def _allocate(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        self._storage = {path: torch.zeros((self.size,) + tuple(v.shape[1:]), dtype=v.dtype, device=self.device)
+                         for path, v in flat.items()}
+
+    def _check_schema(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        if set(flat) != set(self._storage):
+            names = lambda paths: sorted('.'.join(p) for p in paths)  # noqa: E731
+            raise ValueError(f"pushed fields {names(flat)} differ from the buffer's fields {names(self._storage)}")
+        for path, value in flat.items():
+            expected = self._storage[path].shape[1:]
+            if value.shape[1:] != expected:
+                raise ValueError(f"field {'.'.join(path)!r} has per-transition shape {tuple(value.shape[1:])}, "
+                                 f"but the buffer was created with {tuple(expected)} by its first push")
+
+    def _chronological(self) -> dict[tuple[str, ...], Tensor]:
+        order = (torch.arange(self._count, device=self.device) + (self._ptr - self._count)) % self.size
+        return {path: storage.index_select(0, order) for path, storage in self._storage.items()}
+
+    def save(self, path: str) -> None:
+        """Write the stored transitions (oldest first) to ``path`` atomically."""
+        data = {k: v.cpu() for k, v in self._chronological().items()}
+        save_file(path, {'version': BUFFER_FILE_VERSION, 'kind': 'ding_lite.replay_buffer', 'data': data})
+
+    def load(self, path: str) -> None:
+        """Replace the contents with a file written by ``save``; the newest win if there are too many.
+
+        Priorities are not stored: a prioritized buffer gives loaded transitions the maximum priority.
+        """
+        state = load_file(path, 'replay buffer file')
+        if not isinstance(state, dict) or state.get('kind') != 'ding_lite.replay_buffer':
+            raise ValueError(f"{path} is not a ding_lite replay buffer file")
+        if state.get('version') != BUFFER_FILE_VERSION:
+            raise ValueError(f"{path} has buffer file version {state.get('version')}, expected {BUFFER_FILE_VERSION}")
+        self.clear()
+        self._storage = {}
+        if state['data'] and _batch_len(state['data']) > 0:
+            self.push(unflatten_batch(state['data']))
+
+
+def _batch_len(flat: dict[tuple[str, ...], Tensor]) -> int:
+    lengths = {v.shape[0] if v.dim() else -1 for v in flat.values()}
+    if len(lengths) != 1 or -1 in lengths:
+        raise ValueError(f"batch fields must share one leading (transition) dim, got lengths {sorted(lengths)}")
+    return lengths.pop()

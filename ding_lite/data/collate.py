@@ -1,0 +1,111 @@
+"""Collate lists of samples into batches (treetensor trees) and split batches back into samples."""
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+with warnings.catch_warnings():  # treevalue registers itself with a deprecated torch pytree call
+    warnings.simplefilter('ignore', FutureWarning)
+    import treetensor.torch as ttorch
+    from treevalue.tree.common import create_storage
+
+Batch = ttorch.Tensor
+
+
+def make_batch(tree: dict) -> Batch:
+    """A ``Batch`` from a nested dict of tensors (via a tree storage: ``Batch(dict)`` formats every tensor)."""
+    return Batch(create_storage(tree))
+
+
+def to_tensor(value: Any, path: str = 'data') -> Tensor:
+    """One sample's leaf as a tensor; float64 becomes the default float dtype (float32)."""
+    if isinstance(value, Tensor):
+        tensor = value
+    elif isinstance(value, (np.ndarray, np.generic, numbers.Number)):
+        tensor = torch.as_tensor(value)
+    else:
+        raise TypeError(f"cannot collate {path}: expected a tensor, numpy array or number, got {type(value).__name__}")
+    return tensor.to(torch.get_default_dtype()) if tensor.dtype == torch.float64 else tensor
+
+
+def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
+    """Stack a list of samples (nested dicts / tuples of arrays, numbers or tensors) along a new first dim.
+
+    Dicts become ``Batch`` trees when every leaf is a tensor. Ragged shapes or differing keys raise ``ValueError``.
+    """
+    if len(batch) == 0:
+        raise ValueError(f"cannot collate {path}: empty list")
+    first = batch[0]
+    if isinstance(first, Batch):
+        return ttorch.stack(list(batch))
+    if isinstance(first, dict):
+        keys = set(first)
+        for i, item in enumerate(batch):
+            if not isinstance(item, dict) or set(item) != keys:
+                raise ValueError(f"cannot collate {path}: sample {i} has keys {sorted(item) if isinstance(item, dict) else type(item).__name__}, sample 0 has {sorted(keys)}")
+        out = {k: default_collate([item[k] for item in batch], f"{path}.{k}") for k in first}
+        return make_batch(out) if _all_tensors(out) else out
+    if isinstance(first, (tuple, list)) and not isinstance(first, str):
+        if any(len(item) != len(first) for item in batch):
+            raise ValueError(f"cannot collate {path}: sequences of different lengths")
+        return type(first)(default_collate([item[i] for item in batch], f"{path}[{i}]") for i in range(len(first)))
+    if first is None or isinstance(first, str):
+        return list(batch)
+    tensors = [to_tensor(item, path) for item in batch]
+    shape = tensors[0].shape
+    for i, tensor in enumerate(tensors):
+        if tensor.shape != shape:
+            raise ValueError(f"cannot collate {path}: ragged input, sample {i} has shape {tuple(tensor.shape)} "
+                             f"but sample 0 has {tuple(shape)}")
+    return torch.stack(tensors)
+
+
+def _all_tensors(tree: Any) -> bool:
+    if isinstance(tree, dict):
+        return all(_all_tensors(v) for v in tree.values())
+    return isinstance(tree, (Tensor, Batch))
+
+
+def default_decollate(batch: Any) -> list[Any]:
+    """Split a batch along its first dim into a list of samples (inverse of ``default_collate``)."""
+    if isinstance(batch, Tensor):
+        return list(batch.unbind(0))
+    if isinstance(batch, (dict, Batch)):
+        items = {k: default_decollate(v) for k, v in batch.items()}
+        sizes = {len(v) for v in items.values()}
+        if len(sizes) > 1:
+            raise ValueError(f"cannot decollate: fields have different batch sizes {sorted(sizes)}")
+        n = sizes.pop() if sizes else 0
+        return [{k: v[i] for k, v in items.items()} for i in range(n)]
+    if isinstance(batch, (tuple, list)):
+        parts = [default_decollate(v) for v in batch]
+        return [type(batch)(part[i] for part in parts) for i in range(len(parts[0]))] if parts else []
+    raise TypeError(f"cannot decollate {type(batch).__name__}")
+
+
+def flatten_batch(batch: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Tensor]:
+    """``{path: tensor}`` for every leaf of a nested dict/``Batch`` of tensors."""
+    out: dict[tuple[str, ...], Tensor] = {}
+    for key, value in batch.items():
+        if isinstance(value, (dict, Batch)):
+            out.update(flatten_batch(value, prefix + (key,)))
+        elif isinstance(value, Tensor):
+            out[prefix + (key,)] = value
+        else:
+            raise TypeError(f"field {'.'.join(prefix + (key,))!r} is {type(value).__name__}, expected a tensor")
+    return out
+
+
+def unflatten_batch(flat: dict[tuple[str, ...], Tensor]) -> Batch:
+    tree: dict = {}
+    for path, tensor in flat.items():
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = tensor
+    return make_batch(tree)

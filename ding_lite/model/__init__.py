@@ -1,0 +1,7 @@
+"""Models and model wrappers."""
+from __future__ import annotations
+
+from .qac import ContinuousQAC, DiscreteQAC
+from .wrappers import ModelWrapper, model_wrap, register_wrapper
+
+__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ModelWrapper', 'model_wrap', 'register_wrapper']

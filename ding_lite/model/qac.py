@@ -1,0 +1,100 @@
+"""Actor-critic models for SAC: continuous (tanh-Gaussian actor) and discrete (softmax actor)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from easydict import EasyDict
+from torch import Tensor, nn
+
+from ..registry import MODEL_REGISTRY
+from .heads import ReparameterizationHead, ensemble_mlp, mlp, signature_config
+
+
+def _flat_size(shape: int | tuple | list, name: str) -> int:
+    if isinstance(shape, int) and shape > 0:
+        return shape
+    if isinstance(shape, (tuple, list)) and len(shape) == 1 and int(shape[0]) > 0:
+        return int(shape[0])
+    raise ValueError(f"{name} must be a positive int or a 1-element list for vector inputs, got {shape!r}")
+
+
+class _QAC(nn.Module):
+    """Shared ``forward(x, mode)`` dispatch in DI-engine's form."""
+
+    mode = ('compute_actor', 'compute_critic')
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return signature_config(cls)
+
+    def forward(self, inputs: Any, mode: str) -> dict[str, Any]:
+        if mode not in self.mode:
+            raise ValueError(f"unknown forward mode {mode!r}; expected one of {self.mode}")
+        return getattr(self, mode)(inputs)
+
+    def _q_out(self, q: Tensor) -> Tensor:
+        return q if self.twin_critic else q[0]
+
+
+@MODEL_REGISTRY.register('continuous_qac')
+class ContinuousQAC(_QAC):
+    """Tanh-Gaussian actor ``obs -> (mu, sigma)`` and (twin) critics ``(obs, action) -> q``.
+
+    ``compute_actor`` returns ``{'logit': [mu, sigma]}``; ``compute_critic`` takes ``{'obs', 'action'}`` and
+    returns ``{'q_value'}`` of shape ``[2, B]`` with twin critics (one batched ensemble), else ``[B]``.
+    """
+
+    def __init__(self, obs_shape: int | list, action_shape: int | list, twin_critic: bool = False,
+                 action_space: str = 'reparameterization', actor_head_hidden_size: int = 64,
+                 actor_head_layer_num: int = 1, critic_head_hidden_size: int = 64, critic_head_layer_num: int = 1,
+                 activation: str = 'relu', log_sigma_min: float = -20.0, log_sigma_max: float = 2.0) -> None:
+        super().__init__()
+        if action_space != 'reparameterization':
+            raise ValueError(f"ContinuousQAC supports action_space='reparameterization', got {action_space!r}")
+        obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
+        self.twin_critic = twin_critic
+        self.actor = nn.Sequential(
+            mlp(obs_size, actor_head_hidden_size, actor_head_layer_num, activation),
+            ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
+        )
+        self.critic = ensemble_mlp(2 if twin_critic else 1, obs_size + self.action_size, critic_head_hidden_size,
+                                   critic_head_layer_num, 1, activation)
+
+    def compute_actor(self, obs: Tensor) -> dict[str, list[Tensor]]:
+        mu, sigma = self.actor(obs)
+        return {'logit': [mu, sigma]}
+
+    def compute_critic(self, inputs: dict[str, Tensor]) -> dict[str, Tensor]:
+        action = inputs['action']
+        if action.dim() == 1:
+            action = action.unsqueeze(-1)
+        q = self.critic(torch.cat([inputs['obs'], action], dim=-1)).squeeze(-1)  # [E, B]
+        return {'q_value': self._q_out(q)}
+
+
+@MODEL_REGISTRY.register('discrete_qac')
+class DiscreteQAC(_QAC):
+    """Softmax actor ``obs -> logit [B, A]`` and (twin) critics ``obs -> q [B, A]`` for every action.
+
+    ``compute_critic`` takes ``{'obs'}`` (or the obs tensor) and returns ``{'q_value'}``: ``[2, B, A]`` with twin
+    critics, else ``[B, A]``.
+    """
+
+    def __init__(self, obs_shape: int | list, action_shape: int | list, twin_critic: bool = False,
+                 actor_head_hidden_size: int = 64, actor_head_layer_num: int = 1, critic_head_hidden_size: int = 64,
+                 critic_head_layer_num: int = 1, activation: str = 'relu') -> None:
+        super().__init__()
+        obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
+        self.twin_critic = twin_critic
+        self.actor = nn.Sequential(mlp(obs_size, actor_head_hidden_size, actor_head_layer_num, activation),
+                                   nn.Linear(actor_head_hidden_size, self.action_size))
+        self.critic = ensemble_mlp(2 if twin_critic else 1, obs_size, critic_head_hidden_size, critic_head_layer_num,
+                                   self.action_size, activation)
+
+    def compute_actor(self, obs: Tensor) -> dict[str, Tensor]:
+        return {'logit': self.actor(obs)}
+
+    def compute_critic(self, inputs: dict[str, Tensor] | Tensor) -> dict[str, Tensor]:
+        obs = inputs if isinstance(inputs, Tensor) else inputs['obs']
+        return {'q_value': self._q_out(self.critic(obs))}  # [E, B, A]

@@ -1,0 +1,172 @@
+"""Model wrappers: stackable views that add sampling, target-network updates and such around a model."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..registry import WRAPPER_REGISTRY
+
+
+class ModelWrapper:
+    """Forwards everything it does not define (``state_dict``, ``parameters``, ``train``, ...) to the model."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        if name == '_model':  # not yet set (copy / unpickling)
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._model.forward(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def reset(self, **kwargs: Any) -> None:
+        if hasattr(self._model, 'reset'):
+            self._model.reset(**kwargs)
+
+    @property
+    def unwrapped(self) -> nn.Module:
+        model = self._model
+        return model.unwrapped if isinstance(model, ModelWrapper) else model
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model!r})"
+
+
+WRAPPER_REGISTRY.register('base', ModelWrapper)
+
+
+def register_wrapper(name: str, wrapper_cls: type, force_overwrite: bool = False) -> type:
+    """Register a ``ModelWrapper`` subclass so ``model_wrap(model, name)`` can build it."""
+    if not (isinstance(wrapper_cls, type) and issubclass(wrapper_cls, ModelWrapper)):
+        raise TypeError(f"wrapper {name!r} must be a ModelWrapper subclass, got {wrapper_cls!r}")
+    return WRAPPER_REGISTRY.register(name, wrapper_cls, force_overwrite=force_overwrite)
+
+
+def model_wrap(model: Any, wrapper_name: str | None = None, **kwargs: Any) -> ModelWrapper:
+    """Wrap ``model`` (a module or an already wrapped one) in the registered wrapper ``wrapper_name``."""
+    return WRAPPER_REGISTRY.build(wrapper_name or 'base', model, **kwargs)
+
+
+@WRAPPER_REGISTRY.register('target')
+class TargetNetworkWrapper(ModelWrapper):
+    """Frozen copy that follows the online model: Polyak ('momentum', ``theta``) or copy every ``freq`` ('assign')."""
+
+    def __init__(self, model: nn.Module, update_type: str = 'momentum', update_kwargs: dict | None = None) -> None:
+        if update_type not in ('momentum', 'assign'):
+            raise ValueError(f"target update_type must be 'momentum' or 'assign', got {update_type!r}")
+        update_kwargs = dict(update_kwargs or {})
+        needed = 'theta' if update_type == 'momentum' else 'freq'
+        if needed not in update_kwargs:
+            raise ValueError(f"target update_type={update_type!r} needs update_kwargs[{needed!r}]")
+        super().__init__(model)
+        self._update_type, self._kwargs, self._update_count = update_type, update_kwargs, 0
+        self._names = [name for name, _ in model.named_parameters()]
+        self._params = [p.requires_grad_(False) for p in model.parameters()]
+        self._buffer_names = [name for name, _ in model.named_buffers()]
+        self._buffers = list(model.buffers())
+
+    @torch.no_grad()
+    def update(self, state_dict: dict[str, Tensor], direct: bool = False) -> None:
+        """Move towards ``state_dict`` (the online model's); ``direct`` copies it."""
+        self._update_count += 1
+        source = [state_dict[name] for name in self._names]
+        if self._update_type == 'momentum' and not direct:
+            torch._foreach_lerp_(self._params, source, self._kwargs['theta'])  # one fused op, no allocations
+        elif direct or self._update_count % self._kwargs['freq'] == 0:
+            torch._foreach_copy_(self._params, source)
+        else:
+            return
+        if self._buffers:  # running statistics (BatchNorm) follow by copy
+            torch._foreach_copy_(self._buffers, [state_dict[name] for name in self._buffer_names])
+
+    def reset(self, **kwargs: Any) -> None:
+        self._update_count = 0
+        super().reset(**kwargs)
+
+
+def _masked_logit(output: dict[str, Any]) -> Tensor:
+    logit = output['logit']
+    if output.get('action_mask') is not None:
+        logit = logit.masked_fill(~output['action_mask'].bool(), -math.inf)
+    return logit
+
+
+def _uniform_valid(logit: Tensor) -> Tensor:
+    return torch.multinomial(torch.isfinite(logit).float(), 1).squeeze(-1)
+
+
+def _explore(logit: Tensor, eps: float | Tensor) -> Tensor:
+    """Per-row coin flips: True with probability ``eps`` (a float or a ``[B]`` tensor)."""
+    return torch.rand(logit.shape[0], device=logit.device) < torch.as_tensor(eps, device=logit.device)
+
+
+@WRAPPER_REGISTRY.register('argmax_sample')
+class ArgmaxSampleWrapper(ModelWrapper):
+    """Greedy action ``argmax(logit)`` among allowed actions."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        output['action'] = _masked_logit(output).argmax(-1)
+        return output
+
+
+@WRAPPER_REGISTRY.register('multinomial_sample')
+class MultinomialSampleWrapper(ModelWrapper):
+    """Action sampled from ``softmax(logit)`` among allowed actions."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        output['action'] = torch.distributions.Categorical(logits=_masked_logit(output)).sample()
+        return output
+
+
+@WRAPPER_REGISTRY.register('eps_greedy_sample')
+class EpsGreedySampleWrapper(ModelWrapper):
+    """Greedy action; each row explores uniformly with its own probability ``eps``."""
+
+    def forward(self, *args: Any, eps: float | Tensor, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        logit = _masked_logit(output)
+        output['action'] = torch.where(_explore(logit, eps), _uniform_valid(logit), logit.argmax(-1))
+        return output
+
+
+@WRAPPER_REGISTRY.register('eps_greedy_multinomial_sample')
+class EpsGreedyMultinomialSampleWrapper(ModelWrapper):
+    """Sample from ``softmax(logit)``; each row explores uniformly with its own probability ``eps``."""
+
+    def forward(self, *args: Any, eps: float | Tensor, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        logit = _masked_logit(output)
+        sampled = torch.distributions.Categorical(logits=logit).sample()
+        output['action'] = torch.where(_explore(logit, eps), _uniform_valid(logit), sampled)
+        return output
+
+
+@WRAPPER_REGISTRY.register('deterministic_sample')
+class DeterministicSampleWrapper(ModelWrapper):
+    """Gaussian head ``logit=[mu, sigma]``: action ``mu`` (unsquashed, as DI-engine)."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        output['action'] = output['logit'][0]
+        return output
+
+
+@WRAPPER_REGISTRY.register('reparam_sample')
+class ReparamSampleWrapper(ModelWrapper):
+    """Gaussian head ``logit=[mu, sigma]``: action ``mu + sigma * N(0, 1)`` (unsquashed, as DI-engine)."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        mu, sigma = output['logit']
+        output['action'] = mu + sigma * torch.randn_like(mu)
+        return output

@@ -1,0 +1,104 @@
+"""Decorator registries: user code plugs policies, models, envs and buffers in by name."""
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any, Iterable
+
+PLUGIN_GROUP = 'ding_lite.plugins'
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import every ``ding_lite.plugins`` entry point once, so third-party packages register themselves."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+    for entry in entry_points(group=PLUGIN_GROUP):
+        entry.load()
+
+
+def import_names(names: Iterable[str] | None) -> None:
+    """Import user modules named in a config's ``import_names`` so their decorators run."""
+    for name in names or ():
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise ImportError(f"cannot import {name!r} listed in import_names: {error}") from error
+
+
+def closest_match(name: str, choices: Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, choices: Iterable[str], prefix: str = '') -> str:
+    """`` did you mean 'x'?`` for the closest choice (with ``prefix`` prepended), or an empty string."""
+    close = closest_match(name, choices)
+    return f" did you mean {prefix + close!r}?" if close else ''
+
+
+class Registry:
+    """A name -> class (or function) table filled by ``@REGISTRY.register(name)``."""
+
+    def __init__(self, kind: str, builtin_module: str | None = None) -> None:
+        self.kind = kind
+        self._builtin_module = builtin_module  # imported on the first miss, so built-ins need no import by hand
+        self._table: dict[str, Any] = {}
+
+    def register(self, name: str, obj: Any = None, force_overwrite: bool = False) -> Any:
+        """Register ``obj`` under ``name``; without ``obj``, return a decorator."""
+        if obj is None:
+            return lambda target: self.register(name, target, force_overwrite)
+        if name in self._table and self._table[name] is not obj and not force_overwrite:
+            raise KeyError(
+                f"{self.kind} {name!r} is already registered ({self._table[name]!r}); "
+                f"pass force_overwrite=True to replace it"
+            )
+        self._table[name] = obj
+        return obj
+
+    def get(self, name: str) -> Any:
+        if name not in self._table:
+            self.load_builtins()
+        if name not in self._table:
+            keys = ', '.join(self.keys()) or '(none)'
+            raise KeyError(f"unknown {self.kind} {name!r};{did_you_mean(name, self._table)} registered: {keys}")
+        return self._table[name]
+
+    def load_builtins(self) -> None:
+        """Import the module that registers this registry's built-in entries, and the entry-point plugins."""
+        if self._builtin_module:
+            importlib.import_module(self._builtin_module)
+        load_plugins()
+
+    def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.get(name)(*args, **kwargs)
+
+    def keys(self) -> list[str]:
+        self.load_builtins()
+        return sorted(self._table)
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self._table:
+            self.load_builtins()
+        return name in self._table
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {self.keys()})"
+
+
+POLICY_REGISTRY = Registry('policy', 'policy_zoo')
+MODEL_REGISTRY = Registry('model', 'ding_lite.model')
+ENV_REGISTRY = Registry('env', 'envs')
+ENV_MANAGER_REGISTRY = Registry('env_manager', 'envs')
+BUFFER_REGISTRY = Registry('buffer', 'ding_lite.data')
+WRAPPER_REGISTRY = Registry('wrapper', 'ding_lite.model')
+SERIAL_COLLECTOR_REGISTRY = Registry('serial_collector', 'ding_lite.worker')
+
+__all__ = [
+    'Registry', 'POLICY_REGISTRY', 'MODEL_REGISTRY', 'ENV_REGISTRY', 'ENV_MANAGER_REGISTRY', 'BUFFER_REGISTRY',
+    'WRAPPER_REGISTRY', 'SERIAL_COLLECTOR_REGISTRY', 'import_names', 'load_plugins', 'did_you_mean',
+]

@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from .checkpoint import atomic_write_text, load_file, save_file
+from .device import resolve_device
+from .seed import set_pkg_seed

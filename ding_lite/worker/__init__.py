@@ -1,0 +1,1 @@
+"""Learner, collectors, evaluator and loggers."""

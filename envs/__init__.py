@@ -1,0 +1,1 @@
+"""Environments: BaseEnv, the gymnasium adapter and env managers."""

@@ -1,0 +1,1 @@
+"""Policies: the Policy base class and the registered SAC family."""

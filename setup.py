@@ -1,0 +1,28 @@
+from setuptools import find_packages, setup
+
+setup(
+    name='ding-lite',
+    version='0.1.0',
+    description='A registry-based reinforcement-learning framework centred on the Soft Actor-Critic family',
+    long_description=open('README.md', encoding='utf-8').read(),
+    long_description_content_type='text/markdown',
+    python_requires='>=3.9',
+    packages=find_packages(include=['ding_lite*', 'policy_zoo*', 'envs*', 'entry*', 'dizoo_configs*']),
+    install_requires=[
+        'torch>=2.1',  # a range, never a pin: install the local torch build first (see the Makefile)
+        'numpy',
+        'gymnasium>=1.0',
+        'easydict',
+        'tensorboardX',
+        'DI-treetensor',  # imports as `treetensor`; the PyPI package named `treetensor` is unrelated
+        'tqdm',
+    ],
+    extras_require={
+        'test': ['pytest', 'pytest-xdist', 'pytest-timeout'],
+        'parallel': ['ray'],
+        'plot': ['matplotlib'],
+        'mujoco': ['gymnasium[mujoco]'],
+        'box2d': ['gymnasium[box2d]'],
+    },
+    entry_points={'console_scripts': ['ding_lite=entry.cli:main']},
+)

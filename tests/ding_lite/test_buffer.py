@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+
+from ding_lite.data import PrioritizedReplayBuffer, ReplayBuffer
+from ding_lite.registry import BUFFER_REGISTRY
+
+
+def _transitions(start, n, obs_dim=3):
+    return [{'obs': torch.full((obs_dim,), float(i)), 'action': torch.tensor([float(i)]), 'reward': float(i),
+             'next_obs': torch.full((obs_dim,), float(i + 1)), 'done': i % 2 == 0} for i in range(start, start + n)]
+
+
+def test_registered_names():
+    assert BUFFER_REGISTRY.get('naive') is ReplayBuffer
+    assert BUFFER_REGISTRY.get('priority') is PrioritizedReplayBuffer
+    assert BUFFER_REGISTRY.get('advanced') is PrioritizedReplayBuffer
+
+
+def test_ring_overwrites_oldest_and_fields_stay_aligned():
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    buffer.push(_transitions(0, 3))
+    buffer.push(_transitions(3, 4))  # 7 pushed into 5 slots: 0 and 1 are gone
+    assert buffer.count() == len(buffer) == 5
+    batch = buffer.sample(200)
+    ids = batch.reward
+    assert set(ids.tolist()) == {2.0, 3.0, 4.0, 5.0, 6.0}
+    torch.testing.assert_close(batch.obs[:, 0], ids)           # every field comes from the same slot
+    torch.testing.assert_close(batch.next_obs[:, 0], ids + 1)
+    torch.testing.assert_close(batch.action[:, 0], ids)
+    assert (batch.done == (ids % 2 == 0)).all() and batch.done.dtype == torch.bool
+
+
+def test_push_batch_larger_than_buffer_keeps_newest():
+    buffer = ReplayBuffer({'replay_buffer_size': 4})
+    from ding_lite.data import default_collate
+    buffer.push(default_collate(_transitions(0, 10)))
+    assert sorted(set(buffer.sample(100).reward.tolist())) == [6.0, 7.0, 8.0, 9.0]
+
+
+def test_sample_is_uniform():
+    buffer = ReplayBuffer({'replay_buffer_size': 10})
+    buffer.push(_transitions(0, 10))
+    counts = collections.Counter(buffer.sample(20000).reward.tolist())
+    assert len(counts) == 10 and all(1700 < c < 2300 for c in counts.values())
+
+
+def test_shape_change_and_field_change_are_clear_errors():
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    buffer.push(_transitions(0, 2))
+    with pytest.raises(ValueError, match=r"field '(next_)?obs' has per-transition shape \(4,\), but the buffer was created with \(3,\)"):
+        buffer.push(_transitions(0, 2, obs_dim=4))
+    with pytest.raises(ValueError, match='differ from the buffer'):
+        buffer.push([{'obs': torch.zeros(3)}])
+    with pytest.raises(ValueError, match='empty replay buffer'):
+        ReplayBuffer({'replay_buffer_size': 5}).sample(1)
+
+
+def test_clear_then_reuse():
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    buffer.push(_transitions(0, 5))
+    buffer.clear()
+    assert buffer.count() == 0
+    buffer.push(_transitions(10, 1))
+    assert buffer.sample(10).reward.tolist() == [10.0] * 10
+
+
+def test_save_load_round_trip_keeps_order(tmp_path):
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    buffer.push(_transitions(0, 7))
+    path = str(tmp_path / 'buffer.pt')
+    buffer.save(path)
+    restored = ReplayBuffer({'replay_buffer_size': 5})
+    restored.load(path)
+    assert restored.count() == 5
+    restored.push(_transitions(100, 1))  # overwrites the oldest (2), so the ring position was restored
+    assert sorted(set(restored.sample(300).reward.tolist())) == [3.0, 4.0, 5.0, 6.0, 100.0]
+    smaller = ReplayBuffer({'replay_buffer_size': 2})
+    smaller.load(path)
+    assert sorted(set(smaller.sample(100).reward.tolist())) == [5.0, 6.0]
+
+
+def test_load_bad_files(tmp_path):
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    with pytest.raises(FileNotFoundError, match='replay buffer file not found'):
+        buffer.load(str(tmp_path / 'none.pt'))
+    garbage = tmp_path / 'garbage.pt'
+    garbage.write_bytes(b'not a torch file')
+    with pytest.raises(ValueError, match='not a readable torch file'):
+        buffer.load(str(garbage))
+    foreign = tmp_path / 'foreign.pt'
+    torch.save({'weights': 1}, foreign)
+    with pytest.raises(ValueError, match='not a ding_lite replay buffer file'):
+        buffer.load(str(foreign))
+
+
+def test_failed_save_keeps_previous_file(tmp_path, monkeypatch):
+    buffer = ReplayBuffer({'replay_buffer_size': 5})
+    buffer.push(_transitions(0, 2))
+    path = tmp_path / 'buffer.pt'
+    buffer.save(str(path))
+    before = path.read_bytes()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError('disk full')
+    monkeypatch.setattr(torch, 'save', crash)
+    with pytest.raises(RuntimeError):
+        buffer.save(str(path))
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ['buffer.pt']
+
+
+def test_prioritized_sampling_follows_priorities_and_weights():
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0, 'beta': 1.0, 'anneal_step': 0})
+    buffer.push(_transitions(0, 4))
+    first = buffer.sample(4)
+    assert first.weight.tolist() == [1.0] * 4  # equal (max) priorities for new data
+    buffer.update({'replay_buffer_idx': torch.arange(4), 'priority': torch.tensor([1.0, 1.0, 1.0, 5.0])})
+    batch = buffer.sample(8000)
+    frac = (batch.replay_buffer_idx == 3).float().mean().item()
+    assert abs(frac - 5 / 8) < 0.03
+    # w_i = (N P_i)^-beta / max_j w_j: the rare items get weight 1, the frequent one 1/5
+    expected = torch.where(batch.replay_buffer_idx == 3, 0.2, 1.0)
+    torch.testing.assert_close(batch.weight, expected)
+    torch.testing.assert_close(batch.reward, batch.replay_buffer_idx.float())
+
+
+def test_prioritized_new_data_gets_max_priority_and_beta_anneals():
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 8, 'alpha': 1.0, 'beta': 0.5, 'anneal_step': 2})
+    buffer.push(_transitions(0, 2))
+    buffer.update({'replay_buffer_idx': torch.tensor([0, 1]), 'priority': torch.tensor([3.0, 1.0])})
+    buffer.push(_transitions(2, 1))  # gets priority 3 (the max seen)
+    frac = (buffer.sample(7000).replay_buffer_idx == 2).float().mean().item()
+    assert abs(frac - 3 / 7) < 0.03
+    assert buffer.beta == 0.75  # 0.5 + (1 - 0.5) / anneal_step per sample call
+    buffer.sample(1), buffer.sample(1)
+    assert buffer.beta == 1.0
+    with pytest.raises(ValueError, match='2 indices but 1 priorities'):
+        buffer.update({'replay_buffer_idx': torch.tensor([0, 1]), 'priority': torch.tensor([1.0])})

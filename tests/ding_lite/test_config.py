@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import pytest
+
+from ding_lite.config import ConfigError, compile_config, read_config, save_config
+
+pytestmark = pytest.mark.usefixtures('toy_registered')
+
+
+def _cfgs(**policy):
+    main = dict(exp_name='exp', env=dict(collector_env_num=2, stop_value=1.0),
+                policy=dict(dict(model=dict(obs_shape=3, action_shape=1)), **policy))
+    create = dict(env=dict(type='toy_env'), env_manager=dict(type='base'), policy=dict(type='toy'))
+    return main, create
+
+
+def test_defaults_merged_under_user_values(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main, create = _cfgs(learn=dict(batch_size=128))
+    cfg = compile_config(main, create_cfg=create, seed=3, save_cfg=False)
+    assert cfg.policy.learn.batch_size == 128
+    assert cfg.policy.learn.discount_factor == 0.99          # from the policy's default
+    assert cfg.policy.model.critic_head_hidden_size == 64    # from the model's default
+    assert cfg.policy.other.replay_buffer.replay_buffer_size == 10000 and cfg.policy.other.replay_buffer.type == 'naive'
+    assert cfg.env.env_id == 'Toy-v0' and cfg.env.collector_env_num == 2 and cfg.env.stop_value == 1.0
+    assert cfg.seed == 3 and cfg.policy.type == 'toy' and cfg.policy.device == 'cpu'
+    assert not (tmp_path / 'exp').exists()
+
+
+def test_pair_argument_and_integral_floats(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main, create = _cfgs(other=dict(replay_buffer=dict(replay_buffer_size=1e5)))
+    cfg = compile_config((main, create), save_cfg=False)
+    assert cfg.policy.other.replay_buffer.replay_buffer_size == 100000
+    assert isinstance(cfg.policy.other.replay_buffer.replay_buffer_size, int)
+
+
+@pytest.mark.parametrize('policy, message', [
+    (dict(learn=dict(batch_sizee=3)), "unknown config key 'policy.learn.batch_sizee'; did you mean 'policy.learn.batch_size'?"),
+    (dict(lern=dict()), "unknown config key 'policy.lern'; did you mean 'policy.learn'?"),
+    (dict(model=dict(obs_shape=3, action_shape=1, twin_critc=True)), "did you mean 'policy.model.twin_critic'?"),
+    (dict(learn=dict(batch_size='64')), "'policy.learn.batch_size' must be an int, got '64'"),
+    (dict(learn=dict(batch_size=0)), "'policy.learn.batch_size' must be a positive number, got 0"),
+    (dict(learn=dict(discount_factor=1.5)), "'policy.learn.discount_factor' must be a number in [0, 1]"),
+    (dict(cuda='yes'), "'policy.cuda' must be a bool"),
+    (dict(learn=3), "'policy.learn' must be a dict"),
+])
+def test_bad_policy_values_name_the_path(policy, message):
+    main, create = _cfgs(**policy)
+    with pytest.raises(ConfigError) as info:
+        compile_config(main, create_cfg=create, save_cfg=False)
+    assert message in str(info.value)
+
+
+def test_env_is_free_form_but_values_checked():
+    main, create = _cfgs()
+    main['env']['anything_goes'] = dict(nested=1)
+    assert compile_config(main, create_cfg=create, save_cfg=False).env.anything_goes.nested == 1
+    main['env']['evaluator_env_num'] = 0
+    with pytest.raises(ConfigError, match="'env.evaluator_env_num' must be a positive number"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+
+
+def test_unknown_top_level_and_types():
+    main, create = _cfgs()
+    main['polcy'] = {}
+    with pytest.raises(ConfigError, match="unknown top-level config key 'polcy'; did you mean 'policy'"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+    main, create = _cfgs()
+    create['policy']['type'] = 'tyo'
+    with pytest.raises(KeyError, match="did you mean 'toy'"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+
+
+def test_save_and_read_back_equal(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main, create = _cfgs(learn=dict(batch_size=32))
+    main['env']['max_reward'] = float('inf')
+    main['env']['shape'] = (3,)
+    cfg = compile_config(main, create_cfg=create, seed=1)
+    saved = tmp_path / 'exp' / 'total_config.py'
+    assert saved.is_file()
+    main2, create2 = read_config(str(saved))
+    assert create2.policy.type == 'toy' and create2.env.type == 'toy_env'
+    cfg2 = compile_config(main2, create_cfg=create2, seed=1, save_cfg=False)
+    assert cfg2 == cfg
+
+
+def test_save_rejects_unserialisable(tmp_path):
+    with pytest.raises(ConfigError, match=r"'main_config.env.fn' cannot be saved"):
+        save_config({'env': {'fn': object()}}, str(tmp_path / 'c.py'))
+    assert not (tmp_path / 'c.py').exists()
+
+
+def test_read_config_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match='config file not found'):
+        read_config(str(tmp_path / 'missing.py'))
+    path = tmp_path / 'half.py'
+    path.write_text('main_config = dict()\n')
+    with pytest.raises(ConfigError, match='does not define create_config'):
+        read_config(str(path))
