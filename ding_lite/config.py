@@ -143,13 +143,10 @@ def _type_of(create_cfg: dict, main_part: dict, part: str, fallback: str | None 
 
 def _worker_classes(policy_cfg: dict) -> dict[str, type]:
     """Default learner/collector/evaluator classes for ``policy.{learn,collect,eval}``."""
-    from . import worker  # lazy: the worker package imports torch-heavy modules
+    from . import worker  # lazy: keeps `import ding_lite.config` light
     collector_type = (((policy_cfg.get('collect') or {}).get('collector')) or {}).get('type', 'sample')
-    classes = {'learn.learner': getattr(worker, 'BaseLearner', None),
-               'eval.evaluator': getattr(worker, 'InteractionSerialEvaluator', None)}
-    if SERIAL_COLLECTOR_REGISTRY.keys():
-        classes['collect.collector'] = SERIAL_COLLECTOR_REGISTRY.get(collector_type)
-    return {path: cls for path, cls in classes.items() if cls is not None}
+    return {'learn.learner': worker.BaseLearner, 'collect.collector': SERIAL_COLLECTOR_REGISTRY.get(collector_type),
+            'eval.evaluator': worker.InteractionSerialEvaluator}
 
 
 def _policy_default(policy_cls: type, policy_cfg: dict, workers: dict[str, type]) -> EasyDict:
@@ -208,6 +205,10 @@ def compile_config(
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
     cfg = EasyDict(exp_name=main_cfg.get('exp_name', 'default_experiment'), seed=seed, policy=policy,
                    env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg))
+    evaluator_cfg = policy.eval.get('evaluator', {})
+    for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
+        if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
+            evaluator_cfg[key] = cfg.env.get(env_key)
     cfg.create_config = _create_part(create_cfg, cfg)
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path))

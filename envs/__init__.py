@@ -1,1 +1,9 @@
 """Environments: BaseEnv, the gymnasium adapter and env managers."""
+from __future__ import annotations
+
+from .base_env import BaseEnv, BaseEnvTimestep
+from .env_manager import BaseEnvManager, create_env_manager, get_vec_env_setting
+from .gymnasium_env import CartPoleEnv, GymnasiumEnv, PendulumEnv
+
+__all__ = ['BaseEnv', 'BaseEnvTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'BaseEnvManager',
+           'create_env_manager', 'get_vec_env_setting']

@@ -1,1 +1,7 @@
-"""Policies: the Policy base class and the registered SAC family."""
+"""Policies: the Policy base class and the registered SAC family (importing this registers them)."""
+from __future__ import annotations
+
+from .base_policy import Policy, create_policy, get_policy_cls
+from .sac import SACPolicy
+
+__all__ = ['Policy', 'SACPolicy', 'create_policy', 'get_policy_cls']

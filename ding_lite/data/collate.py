@@ -56,6 +56,9 @@ def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
         return type(first)(default_collate([item[i] for item in batch], f"{path}[{i}]") for i in range(len(first)))
     if first is None or isinstance(first, str):
         return list(batch)
+    fast = _stack_same_type(batch, path)
+    if fast is not None:
+        return fast
     tensors = [to_tensor(item, path) for item in batch]
     shape = tensors[0].shape
     for i, tensor in enumerate(tensors):
@@ -63,6 +66,25 @@ def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
             raise ValueError(f"cannot collate {path}: ragged input, sample {i} has shape {tuple(tensor.shape)} "
                              f"but sample 0 has {tuple(shape)}")
     return torch.stack(tensors)
+
+
+def _stack_same_type(batch: Sequence[Any], path: str) -> Tensor | None:
+    """One stack for a list of same-typed leaves (the common case); None to take the general path."""
+    kind = type(batch[0])
+    if any(type(item) is not kind for item in batch):
+        return None
+    try:
+        if issubclass(kind, Tensor):
+            out = torch.stack(list(batch))
+        elif issubclass(kind, (np.ndarray, np.generic)):
+            out = torch.from_numpy(np.stack(batch))
+        elif kind in (bool, int, float):
+            out = torch.tensor(batch)
+        else:
+            return None
+    except (RuntimeError, ValueError):  # ragged: the general path names the offending sample
+        return None
+    return out.to(torch.get_default_dtype()) if out.dtype == torch.float64 else out
 
 
 def _all_tensors(tree: Any) -> bool:

@@ -75,17 +75,24 @@ class TargetNetworkWrapper(ModelWrapper):
 
     @torch.no_grad()
     def update(self, state_dict: dict[str, Tensor], direct: bool = False) -> None:
-        """Move towards ``state_dict`` (the online model's); ``direct`` copies it."""
+        """Move towards ``state_dict`` (the online model's); ``direct`` copies it.
+
+        Only the parameters named in ``state_dict`` move, so a policy may pass just the part it targets.
+        """
         self._update_count += 1
-        source = [state_dict[name] for name in self._names]
+        pairs = [(p, state_dict[n]) for n, p in zip(self._names, self._params) if n in state_dict]
+        if not pairs:
+            raise KeyError(f"target update got no parameter of the target model; expected keys like {self._names[:3]}")
+        target, source = [p for p, _ in pairs], [s for _, s in pairs]
         if self._update_type == 'momentum' and not direct:
-            torch._foreach_lerp_(self._params, source, self._kwargs['theta'])  # one fused op, no allocations
+            torch._foreach_lerp_(target, source, self._kwargs['theta'])  # one fused op, no allocations
         elif direct or self._update_count % self._kwargs['freq'] == 0:
-            torch._foreach_copy_(self._params, source)
+            torch._foreach_copy_(target, source)
         else:
             return
-        if self._buffers:  # running statistics (BatchNorm) follow by copy
-            torch._foreach_copy_(self._buffers, [state_dict[name] for name in self._buffer_names])
+        buffers = [(b, state_dict[n]) for n, b in zip(self._buffer_names, self._buffers) if n in state_dict]
+        if buffers:  # running statistics (BatchNorm) follow by copy
+            torch._foreach_copy_([b for b, _ in buffers], [s for _, s in buffers])
 
     def reset(self, **kwargs: Any) -> None:
         self._update_count = 0
@@ -169,4 +176,25 @@ class ReparamSampleWrapper(ModelWrapper):
         output = self._model.forward(*args, **kwargs)
         mu, sigma = output['logit']
         output['action'] = mu + sigma * torch.randn_like(mu)
+        return output
+
+
+@WRAPPER_REGISTRY.register('tanh_deterministic_sample')
+class TanhDeterministicSampleWrapper(ModelWrapper):
+    """Gaussian head: action ``tanh(mu)`` in [-1, 1] (SAC's evaluation action)."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        output['action'] = torch.tanh(output['logit'][0])
+        return output
+
+
+@WRAPPER_REGISTRY.register('tanh_reparam_sample')
+class TanhReparamSampleWrapper(ModelWrapper):
+    """Gaussian head: action ``tanh(mu + sigma * N(0, 1))`` in [-1, 1] (SAC's exploration action)."""
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        mu, sigma = output['logit']
+        output['action'] = torch.tanh(mu + sigma * torch.randn_like(mu))
         return output

@@ -1,0 +1,70 @@
+"""Entropy pieces of SAC: the temperature alpha and the tanh-squashed Gaussian."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+_LOG2 = math.log(2.0)
+
+
+def make_adam(params: Any, lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor)."""
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):  # older torch: no fused kernel for this device
+        return torch.optim.Adam(params, lr=lr)
+
+
+def tanh_gaussian_sample(mu: Tensor, sigma: Tensor) -> tuple[Tensor, Tensor]:
+    """Reparameterised ``a = tanh(mu + sigma * eps)`` and ``log pi(a) [B]`` with the tanh Jacobian (SAC, App. C)."""
+    noise = torch.randn_like(mu)
+    u = mu + sigma * noise
+    # log N(u; mu, sigma) with (u - mu) / sigma = noise, minus log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))
+    log_prob = -0.5 * noise.pow(2) - sigma.log() - 0.5 * math.log(2 * math.pi)
+    log_prob = log_prob - 2.0 * (_LOG2 - u - F.softplus(-2.0 * u))
+    return torch.tanh(u), log_prob.sum(-1)
+
+
+class Temperature(nn.Module):
+    """Entropy temperature alpha: fixed, or learned in log or linear space."""
+
+    def __init__(self, init: float, target_entropy: float | None, lr: float, log_space: bool = True) -> None:
+        super().__init__()
+        if init <= 0:
+            raise ValueError(f"alpha must be positive, got {init}")
+        self.target_entropy, self.log_space = target_entropy, log_space
+        self.learned = target_entropy is not None  # None -> alpha stays fixed
+        self.raw = nn.Parameter(torch.tensor(math.log(init) if log_space else float(init)),
+                                requires_grad=self.learned)
+        self.optimizer = make_adam([self.raw], lr) if self.learned else None
+
+    @property
+    def value(self) -> Tensor:
+        return (self.raw.exp() if self.log_space else self.raw).detach()
+
+    def update(self, entropy: Tensor) -> Tensor:
+        """One step on ``raw * (entropy - target)``: alpha falls while entropy exceeds the target."""
+        gap = (entropy.detach() - self.target_entropy).mean()
+        loss = self.raw.detach() * gap
+        self.raw.grad = gap.reshape(self.raw.shape)  # d loss / d raw, set directly: no autograd pass for a scalar
+        self.optimizer.step()
+        if not self.log_space:
+            self.raw.data.clamp_(min=1e-8)  # linear space: alpha must stay positive
+        return loss.detach()
+
+    def state_dict(self, *args, **kwargs) -> dict:  # type: ignore[override]
+        state = {'raw': self.raw.detach().clone()}
+        if self.optimizer is not None:
+            state['optimizer'] = self.optimizer.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]
+        with torch.no_grad():
+            self.raw.copy_(state['raw'])
+        if self.optimizer is not None and 'optimizer' in state:
+            self.optimizer.load_state_dict(state['optimizer'])

@@ -1,0 +1,136 @@
+"""Serial collectors: step the env manager with the policy's collect mode and return training data."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+from easydict import EasyDict
+
+from ..config import class_default_config
+from ..registry import SERIAL_COLLECTOR_REGISTRY
+from .logger import build_logger, format_scalars, write_scalars
+
+
+class _SerialCollector:
+    """Shared stepping: one policy call for all ready envs, then one env step each."""
+
+    config = dict(type=None, collect_print_freq=100)  # train iterations between collector log lines
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, cfg: dict | None, env: Any = None, policy: SimpleNamespace | None = None,
+                 tb_logger: Any = None, exp_name: str = 'default_experiment',
+                 instance_name: str = 'collector') -> None:
+        self._cfg = EasyDict(class_default_config(type(self)))
+        self._cfg.update(cfg or {})
+        self._tb_logger, self.logger = tb_logger, build_logger(exp_name, instance_name)
+        self.envstep = 0
+        self._episode_info: list[dict[str, float]] = []
+        self._last_print_iter = 0
+        self._env = self._policy = None
+        if env is not None:
+            self.reset_env(env)
+        if policy is not None:
+            self.reset_policy(policy)
+
+    def reset_env(self, env: Any) -> None:
+        self._env = env
+        self._env.launch()
+        self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
+        self._return = {i: 0.0 for i in range(env.env_num)}
+        self._length = {i: 0 for i in range(env.env_num)}
+
+    def reset_policy(self, policy: SimpleNamespace) -> None:
+        self._policy = policy
+        self._policy.reset()
+
+    def _step(self, policy_kwargs: dict | None) -> list[tuple[int, dict, bool]]:
+        """Advance every ready env one step: ``[(env_id, transition, episode_ended)]``."""
+        obs = self._env.ready_obs
+        output = self._policy.forward(obs, **(policy_kwargs or {}))
+        timesteps = self._env.step({i: out['action'] for i, out in output.items()})
+        steps = []
+        for env_id, timestep in timesteps.items():
+            # store done = terminated: an episode cut by a time limit must still bootstrap
+            terminated = timestep.done and not timestep.info.get('TimeLimit.truncated', False)
+            transition = self._policy.process_transition(obs[env_id], output[env_id], timestep._replace(done=terminated))
+            self._return[env_id] += float(timestep.reward)
+            self._length[env_id] += 1
+            if timestep.done:
+                self._episode_info.append({'return': self._return[env_id], 'length': self._length[env_id]})
+                self._return[env_id], self._length[env_id] = 0.0, 0
+                self._policy.reset([env_id])
+            steps.append((env_id, transition, timestep.done))
+        self.envstep += len(timesteps)
+        return steps
+
+    def _maybe_log(self, train_iter: int) -> None:
+        if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
+            return
+        self._last_print_iter = train_iter
+        returns = [e['return'] for e in self._episode_info]
+        stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
+                 'episode_length_mean': float(np.mean([e['length'] for e in self._episode_info])),
+                 'episode_count': float(len(returns)), 'envstep_count': float(self.envstep)}
+        self._episode_info = []
+        write_scalars(self._tb_logger, 'collector', stats, self.envstep)
+        self.logger.info(format_scalars(f"iter {train_iter} envstep {self.envstep}", stats))
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+
+
+@SERIAL_COLLECTOR_REGISTRY.register('sample')
+class SampleSerialCollector(_SerialCollector):
+    """Returns at least ``n_sample`` training samples per ``collect`` (every env steps together)."""
+
+    config = dict(type='sample')
+
+    def collect(self, n_sample: int | None = None, train_iter: int = 0,
+                policy_kwargs: dict | None = None) -> list[Any]:
+        if n_sample is None or n_sample <= 0:
+            raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
+        samples: list[Any] = []
+        start = time.perf_counter()
+        while len(samples) < n_sample:
+            for env_id, transition, ended in self._step(policy_kwargs):
+                traj = self._traj[env_id]
+                traj.append(transition)
+                if ended or len(traj) >= self._policy.cfg.collect.unroll_len:
+                    samples.extend(self._policy.get_train_sample(traj))
+                    self._traj[env_id] = []
+        self.collect_time = time.perf_counter() - start
+        self._maybe_log(train_iter)
+        return samples
+
+
+@SERIAL_COLLECTOR_REGISTRY.register('episode')
+class EpisodeSerialCollector(_SerialCollector):
+    """Returns at least ``n_episode`` whole episodes per ``collect``; each a list of transitions (or train samples)."""
+
+    config = dict(type='episode', get_train_sample=False)  # True: pass episodes through policy.get_train_sample
+
+    def collect(self, n_episode: int | None = None, train_iter: int = 0,
+                policy_kwargs: dict | None = None) -> list[list[Any]]:
+        if n_episode is None or n_episode <= 0:
+            raise ValueError(f"collect needs a positive n_episode, got {n_episode!r}")
+        episodes: list[list[Any]] = []
+        while len(episodes) < n_episode:
+            for env_id, transition, ended in self._step(policy_kwargs):
+                self._traj[env_id].append(transition)
+                if ended:
+                    episode = self._traj[env_id]
+                    episodes.append(self._policy.get_train_sample(episode) if self._cfg.get_train_sample else episode)
+                    self._traj[env_id] = []
+        self._maybe_log(train_iter)
+        return episodes
+
+
+def create_serial_collector(cfg: dict, **kwargs: Any) -> _SerialCollector:
+    """Build the registered collector ``cfg.type`` (``'sample'`` or ``'episode'``)."""
+    return SERIAL_COLLECTOR_REGISTRY.build(cfg.get('type', 'sample'), cfg, **kwargs)

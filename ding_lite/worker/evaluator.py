@@ -1,0 +1,104 @@
+"""Deterministic evaluation over a fixed number of episodes; best checkpoint and evaluator.csv."""
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+from easydict import EasyDict
+
+from ..config import class_default_config
+from .logger import build_logger, format_scalars, write_scalars
+
+CSV_HEADER = 'train_iter,envstep,wall_time,return_mean,return_std,return_min,return_max\n'
+
+
+class InteractionSerialEvaluator:
+    """Runs ``n_episode`` episodes spread over the evaluator envs with the policy's eval mode."""
+
+    config = dict(
+        eval_freq=1000,              # train iterations between evaluations
+        n_episode=None,              # None: env.n_evaluator_episode (filled by compile_config)
+        stop_value=None,             # None: env.stop_value; stop once the mean return reaches it
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, cfg: dict | None, env: Any, policy: SimpleNamespace, tb_logger: Any = None,
+                 exp_name: str = 'default_experiment', instance_name: str = 'evaluator') -> None:
+        self._cfg = EasyDict(class_default_config(type(self)))
+        self._cfg.update(cfg or {})
+        self._env, self._policy, self._tb_logger = env, policy, tb_logger
+        self.logger = build_logger(exp_name, instance_name)
+        self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv')
+        self.n_episode = self._cfg.n_episode or env.env_num
+        self.stop_value = float('inf') if self._cfg.stop_value is None else self._cfg.stop_value
+        self.best_return = -float('inf')
+        self.last_info: dict[str, float] = {}
+        self._last_eval_iter = -1
+        self._start_time = time.time()
+
+    def should_eval(self, train_iter: int) -> bool:
+        """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation."""
+        if train_iter == self._last_eval_iter:
+            return False
+        if train_iter != 0 and train_iter - self._last_eval_iter < self._cfg.eval_freq:
+            return False
+        self._last_eval_iter = train_iter
+        return True
+
+    def _episode_quota(self) -> dict[int, int]:
+        base, extra = divmod(self.n_episode, self._env.env_num)
+        return {i: base + (1 if i < extra else 0) for i in range(self._env.env_num)}
+
+    def run_episodes(self) -> list[float]:
+        """Returns of ``n_episode`` deterministic episodes (each env runs its share)."""
+        self._env.reset()
+        self._policy.reset()
+        quota = self._episode_quota()
+        returns: list[float] = []
+        while any(quota.values()):
+            obs = {i: o for i, o in self._env.ready_obs.items() if quota[i] > 0}
+            if not obs:
+                raise RuntimeError('evaluator envs stopped before the requested episodes finished')
+            output = self._policy.forward(obs)
+            for env_id, timestep in self._env.step({i: out['action'] for i, out in output.items()}).items():
+                if timestep.done:
+                    returns.append(float(timestep.info['eval_episode_return']))
+                    quota[env_id] -= 1
+                    self._policy.reset([env_id])
+        return returns
+
+    def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
+             envstep: int = -1) -> tuple[bool, dict[str, float]]:
+        """Evaluate, log a row to ``evaluator.csv``, save ``ckpt_best.pth.tar`` on a new best; ``(stop, info)``."""
+        returns = np.asarray(self.run_episodes())
+        info = {'return_mean': float(returns.mean()), 'return_std': float(returns.std()),
+                'return_min': float(returns.min()), 'return_max': float(returns.max())}
+        self._append_csv(train_iter, envstep, info)
+        write_scalars(self._tb_logger, 'evaluator', info, envstep)
+        if info['return_mean'] > self.best_return:
+            self.best_return = info['return_mean']
+            if save_ckpt_fn is not None:
+                save_ckpt_fn('ckpt_best.pth.tar')
+        stop = info['return_mean'] >= self.stop_value
+        self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info)
+                         + (f" | reached stop value {self.stop_value}" if stop else ''))
+        self.last_info = info
+        return stop, info
+
+    def _append_csv(self, train_iter: int, envstep: int, info: dict[str, float]) -> None:
+        os.makedirs(os.path.dirname(self.csv_path), exist_ok=True)
+        new = not os.path.exists(self.csv_path)
+        with open(self.csv_path, 'a') as f:
+            if new:
+                f.write(CSV_HEADER)
+            f.write(f"{train_iter},{envstep},{time.time() - self._start_time:.3f},{info['return_mean']:.6g},"
+                    f"{info['return_std']:.6g},{info['return_min']:.6g},{info['return_max']:.6g}\n")
+
+    def close(self) -> None:
+        self._env.close()

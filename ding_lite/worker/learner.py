@@ -1,0 +1,125 @@
+"""The learner: runs the policy's learn step, logs from tensors every N iterations, saves checkpoints."""
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from easydict import EasyDict
+from torch import Tensor
+
+from ..config import class_default_config
+from ..utils.checkpoint import load_file, save_file
+from .logger import build_logger, format_scalars, write_scalars
+
+CHECKPOINT_KIND = 'ding_lite.checkpoint'
+
+
+class BaseLearner:
+    """Calls ``policy.forward(batch)`` per ``train``; hooks run before/after the run and after iterations."""
+
+    config = dict(
+        train_iterations=int(1e10),
+        hook=dict(
+            load_ckpt_before_run='',       # checkpoint path to resume from ('' = start fresh)
+            log_show_after_iter=100,        # train iterations between log lines (the only host syncs)
+            save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints
+            save_ckpt_after_run=True,
+        ),
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, cfg: dict | None, policy: SimpleNamespace, tb_logger: Any = None,
+                 exp_name: str = 'default_experiment', instance_name: str = 'learner') -> None:
+        self._cfg = EasyDict(class_default_config(type(self)))
+        self._cfg.update(cfg or {})
+        self._policy, self._tb_logger, self.exp_name = policy, tb_logger, exp_name
+        self.logger = build_logger(exp_name, instance_name)
+        self.ckpt_dir = os.path.join(exp_name, 'ckpt')
+        self.train_iter = 0
+        self.last_envstep = 0
+        self.priority_info: dict[str, Tensor] | None = None
+        self._sums: dict[str, Tensor] = {}
+        self._count = 0
+        self.last_log: dict[str, float] = {}
+
+    @property
+    def policy(self) -> SimpleNamespace:
+        return self._policy
+
+    def train(self, data: Any, envstep: int = -1) -> dict[str, Tensor]:
+        """One learn step on ``data`` (a batch or a list of transitions)."""
+        output = self._policy.forward(data)
+        self.priority_info = None
+        if 'priority' in output:
+            self.priority_info = {'priority': output['priority']}
+            if 'replay_buffer_idx' in data:
+                self.priority_info['replay_buffer_idx'] = data['replay_buffer_idx']
+        for key, value in output.items():
+            if key != 'priority':
+                self._sums[key] = self._sums[key] + value if key in self._sums else value.clone()
+        self._count += 1
+        self.train_iter += 1
+        self.last_envstep = envstep
+        self._after_iter()
+        return output
+
+    def _after_iter(self) -> None:
+        hook = self._cfg.hook
+        if self.train_iter % hook.log_show_after_iter == 0:
+            self.log()
+        if hook.save_ckpt_after_iter and self.train_iter % hook.save_ckpt_after_iter == 0:
+            self.save_checkpoint(f'iteration_{self.train_iter}.pth.tar')
+
+    def log(self) -> dict[str, float]:
+        """Average the accumulated statistics (one host sync), write them to tensorboard and the text log."""
+        if not self._count:
+            return self.last_log
+        values = torch.stack([v.float() for v in self._sums.values()]).div(self._count).tolist()
+        self.last_log = dict(zip(self._sums, values))
+        self._sums, self._count = {}, 0
+        write_scalars(self._tb_logger, 'learner', self.last_log, self.train_iter)
+        self.logger.info(format_scalars(f"iter {self.train_iter} envstep {self.last_envstep}", self.last_log))
+        return self.last_log
+
+    def call_hook(self, name: str) -> None:
+        """``'before_run'`` loads ``hook.load_ckpt_before_run`` if set; ``'after_run'`` logs and saves."""
+        if name == 'before_run':
+            if self._cfg.hook.load_ckpt_before_run:
+                self.load_checkpoint(self._cfg.hook.load_ckpt_before_run)
+        elif name == 'after_run':
+            self.log()
+            if self._cfg.hook.save_ckpt_after_run:
+                self.save_checkpoint('ckpt_last.pth.tar')
+        else:
+            raise ValueError(f"unknown learner hook {name!r}; expected 'before_run' or 'after_run'")
+
+    def save_checkpoint(self, name: str = 'ckpt_best.pth.tar') -> str:
+        """Write the learn state to ``<exp_name>/ckpt/<name>`` atomically; return the path."""
+        path = os.path.join(self.ckpt_dir, name)
+        save_file(path, {'kind': CHECKPOINT_KIND, 'last_iter': self.train_iter, 'last_envstep': self.last_envstep,
+                         **self._policy.state_dict()})
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Restore the learn state and iteration count from a checkpoint written by ``save_checkpoint``."""
+        state = load_checkpoint(path)
+        try:
+            self._policy.load_state_dict(state)
+        except (KeyError, RuntimeError) as error:
+            raise ValueError(f"checkpoint {path} does not fit this policy's learn state: {error}") from error
+        self.train_iter = int(state.get('last_iter', 0))
+        self.last_envstep = int(state.get('last_envstep', 0))
+        self.logger.info(f"resumed from {path} at iteration {self.train_iter}")
+
+
+def load_checkpoint(path: str) -> dict[str, Any]:
+    """Read a ding_lite checkpoint with clear errors for missing, unreadable or foreign files."""
+    state = load_file(path, 'checkpoint')
+    if not isinstance(state, dict) or 'model' not in state:
+        raise ValueError(f"{path} is not a ding_lite checkpoint (expected a dict with a 'model' entry)")
+    return state

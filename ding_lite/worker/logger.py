@@ -1,0 +1,45 @@
+"""Text logs, tensorboard and the terminal progress bar, fed from one dict of scalars."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from tensorboardX import SummaryWriter
+
+
+def build_logger(exp_name: str, name: str, console: bool = False) -> logging.Logger:
+    """A logger writing ``<exp_name>/log/<name>.txt`` (and the console when asked)."""
+    logger = logging.getLogger(f'ding_lite.{os.path.abspath(exp_name)}.{name}')
+    if not logger.handlers:
+        os.makedirs(os.path.join(exp_name, 'log'), exist_ok=True)
+        handler = logging.FileHandler(os.path.join(exp_name, 'log', f'{name}.txt'))
+        handler.setFormatter(logging.Formatter('[%(asctime)s] %(message)s', '%Y-%m-%d %H:%M:%S'))
+        logger.addHandler(handler)
+        if console:
+            logger.addHandler(logging.StreamHandler(sys.stdout))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    return logger
+
+
+def build_tb_logger(exp_name: str) -> SummaryWriter:
+    return SummaryWriter(os.path.join(exp_name, 'log', 'serial'))
+
+
+def close_logger(logger: logging.Logger) -> None:
+    for handler in list(logger.handlers):
+        handler.close()
+        logger.removeHandler(handler)
+
+
+def format_scalars(prefix: str, scalars: dict[str, Any]) -> str:
+    return f"{prefix} " + ' | '.join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}"
+                                     for k, v in scalars.items())
+
+
+def write_scalars(tb_logger: SummaryWriter | None, prefix: str, scalars: dict[str, float], step: int) -> None:
+    if tb_logger is not None:
+        for key, value in scalars.items():
+            tb_logger.add_scalar(f'{prefix}/{key}', value, step)

@@ -1,0 +1,85 @@
+"""Pieces shared by the pipelines: config input, env set-up, space checks, random collection."""
+from __future__ import annotations
+
+import math
+from functools import partial
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium as gym
+import torch
+from easydict import EasyDict
+
+from ding_lite.config import ConfigError, compile_config, read_config
+from envs import create_env_manager, get_vec_env_setting
+from policy_zoo import get_policy_cls
+
+
+def compile_input(input_cfg: str | tuple | list, seed: int, **kwargs: Any) -> EasyDict:
+    """Compile a config file path or a ``(main_config, create_config)`` pair."""
+    if isinstance(input_cfg, str):
+        input_cfg = read_config(input_cfg)
+    if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
+        raise ConfigError(f"input_cfg must be a config file path or a (main_config, create_config) pair, "
+                          f"got {type(input_cfg).__name__}")
+    return compile_config(input_cfg[0], create_cfg=input_cfg[1], seed=seed, **kwargs)
+
+
+def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:
+    """``(collector env manager or None, evaluator env manager)``, seeded as DI-engine does."""
+    env_fn, collector_cfgs, evaluator_cfgs = env_setting or get_vec_env_setting(cfg.env)
+    evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_cfgs])
+    evaluator_env.seed(cfg.seed, dynamic_seed=False)
+    collector_env = None
+    if collect:
+        collector_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_cfgs])
+        collector_env.seed(cfg.seed)
+    return collector_env, evaluator_env
+
+
+def _flat(shape: Any) -> int | None:
+    if shape is None:
+        return None
+    return int(math.prod(shape)) if isinstance(shape, (list, tuple)) else int(shape)
+
+
+def check_spaces(env: Any, policy_cfg: EasyDict) -> None:
+    """Fail early, naming the config key, when the env's spaces do not fit the model config or policy kind."""
+    obs_space, act_space = env.observation_space, env.action_space
+    name = getattr(env.env_ref, 'env_id', type(env.env_ref).__name__)
+    kind = get_policy_cls(policy_cfg).action_space_type
+    if kind == 'continuous' and not isinstance(act_space, gym.spaces.Box):
+        raise ConfigError(f"policy {policy_cfg.type!r} needs continuous (Box) actions, but env {name!r} has {act_space}")
+    if kind == 'discrete' and not isinstance(act_space, gym.spaces.Discrete):
+        raise ConfigError(f"policy {policy_cfg.type!r} needs Discrete actions, but env {name!r} has {act_space}")
+    model = policy_cfg.get('model', {})
+    env_obs = _flat(obs_space.shape) if isinstance(obs_space, gym.spaces.Box) else None
+    env_act = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else _flat(act_space.shape)
+    for key, env_value in (('obs_shape', env_obs), ('action_shape', env_act)):
+        if env_value is not None and model.get(key) is not None and _flat(model[key]) != env_value:
+            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name!r}, "
+                              f"whose {'observation' if key == 'obs_shape' else 'action'} size is {env_value}")
+
+
+class RandomCollectPolicy:
+    """Collect-mode stand-in that acts uniformly at random from the env's action space (warm-up data)."""
+
+    def __init__(self, policy: SimpleNamespace, action_space: gym.Space, seed: int) -> None:
+        self._policy, self._space = policy, action_space
+        self._space.seed(seed)
+        self.cfg = policy.cfg
+        self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
+
+    def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:
+        return {env_id: {'action': torch.as_tensor(self._space.sample())} for env_id in data}
+
+    def reset(self, data_id: list[int] | None = None) -> None:
+        pass
+
+
+def random_collect(policy_cfg: EasyDict, collector: Any, collect_policy: SimpleNamespace, buffer: Any,
+                   action_space: gym.Space, seed: int) -> None:
+    """Fill ``buffer`` with ``random_collect_size`` env steps of uniform random actions."""
+    collector.reset_policy(RandomCollectPolicy(collect_policy, action_space, seed))
+    buffer.push(collector.collect(n_sample=policy_cfg.random_collect_size, train_iter=0))
+    collector.reset_policy(collect_policy)

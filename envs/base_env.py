@@ -1,0 +1,60 @@
+"""The env interface every registered env implements."""
+from __future__ import annotations
+
+import abc
+from typing import Any, NamedTuple
+
+from easydict import EasyDict
+
+from ding_lite.config import class_default_config
+
+
+class BaseEnvTimestep(NamedTuple):
+    """One step's result. ``done``: the episode ended for any reason (see ``info['TimeLimit.truncated']``)."""
+
+    obs: Any
+    reward: Any
+    done: bool
+    info: dict
+
+
+class BaseEnv(abc.ABC):
+    """``reset() -> obs``, ``step(action) -> BaseEnvTimestep``, seeding, spaces; built from its config."""
+
+    config: dict = dict()
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    @classmethod
+    def create_collector_env_cfg(cls, cfg: dict) -> list[dict]:
+        return [cfg] * cfg.get('collector_env_num', 1)
+
+    @classmethod
+    def create_evaluator_env_cfg(cls, cfg: dict) -> list[dict]:
+        return [cfg] * cfg.get('evaluator_env_num', 1)
+
+    @abc.abstractmethod
+    def reset(self) -> Any: ...
+
+    @abc.abstractmethod
+    def step(self, action: Any) -> BaseEnvTimestep: ...
+
+    @abc.abstractmethod
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def observation_space(self) -> Any: ...
+
+    @property
+    @abc.abstractmethod
+    def action_space(self) -> Any: ...
+
+    @property
+    @abc.abstractmethod
+    def reward_space(self) -> Any: ...

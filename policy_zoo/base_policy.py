@@ -1,0 +1,180 @@
+"""Policy base class: learn / collect / eval modes over one model."""
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import torch
+from easydict import EasyDict
+from torch import Tensor, nn
+
+from ding_lite.config import class_default_config
+from ding_lite.data import default_collate
+from ding_lite.model import model_wrap
+from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
+from ding_lite.rl_utils import get_train_sample
+from ding_lite.utils import resolve_device
+
+
+class Policy:
+    """A model plus what each mode does with it.
+
+    Subclasses implement ``_init_{learn,collect,eval}``, ``_forward_learn(batch) -> dict of 0-d tensors``, the
+    ``_state_dict_learn``/``_load_state_dict_learn`` pair, and name a MODEL_REGISTRY entry in ``default_model``.
+    Collect and eval forward through ``collect_wrapper``/``eval_wrapper`` around the model via ``_act``.
+    """
+
+    action_space_type: ClassVar[str] = 'continuous'  # or 'discrete': checked against the env at start-up
+    collect_wrapper: ClassVar[str] = 'base'
+    eval_wrapper: ClassVar[str] = 'base'
+    config = dict(
+        type=None,
+        cuda=False,
+        device=None,                        # None: 'cuda' if cuda and available, else 'cpu'
+        on_policy=False,
+        priority=False,                     # learn returns 'priority' for a prioritized buffer
+        priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights
+        random_collect_size=0,              # env steps of uniformly random actions before learning
+        multi_agent=False,
+        transition_with_policy_data=False,
+        model=dict(),
+        learn=dict(update_per_collect=1, batch_size=64, ignore_done=False),
+        collect=dict(n_sample=None, n_episode=None, unroll_len=1, collector_logit=False, env_num=None),
+        eval=dict(env_num=None),
+        command=dict(),
+        other=dict(
+            replay_buffer=dict(),
+            eps=dict(type='exp', start=0.95, end=0.1, decay=10000),  # decay in env steps
+        ),
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    @classmethod
+    def default_model(cls) -> str:
+        raise NotImplementedError(f"{cls.__name__} names no default model; set policy.model.type")
+
+    def __init__(self, cfg: dict, model: nn.Module | None = None,
+                 enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> None:
+        self._cfg = EasyDict(cfg)
+        self._device = torch.device(resolve_device(self._cfg.get('cuda', False), self._cfg.get('device')))
+        self._model = (model if model is not None else self._create_model()).to(self._device)
+        self._enable_field = tuple(enable_field)
+        for field in self._enable_field:
+            if field not in ('learn', 'collect', 'eval'):
+                raise ValueError(f"unknown policy field {field!r}; expected 'learn', 'collect' or 'eval'")
+            getattr(self, f'_init_{field}')()
+
+    def _create_model(self) -> nn.Module:
+        model_cfg = copy.deepcopy(dict(self._cfg.get('model', {})))
+        model_type = model_cfg.pop('type', None) or self.default_model()
+        return MODEL_REGISTRY.build(model_type, **model_cfg)
+
+    # ---- modes ----
+    @property
+    def learn_mode(self) -> SimpleNamespace:
+        return SimpleNamespace(forward=self._forward_learn, reset=self._reset_learn, state_dict=self._state_dict_learn,
+                               load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
+                               cfg=self._cfg)
+
+    @property
+    def collect_mode(self) -> SimpleNamespace:
+        return SimpleNamespace(forward=self._forward_collect, reset=self._reset_collect,
+                               state_dict=self._state_dict_collect, load_state_dict=self._load_state_dict_collect,
+                               process_transition=self._process_transition, get_train_sample=self._get_train_sample,
+                               cfg=self._cfg)
+
+    @property
+    def eval_mode(self) -> SimpleNamespace:
+        return SimpleNamespace(forward=self._forward_eval, reset=self._reset_eval, state_dict=self._state_dict_eval,
+                               load_state_dict=self._load_state_dict_eval, cfg=self._cfg)
+
+    # ---- collect / eval ----
+    def _init_collect(self) -> None:
+        self._collect_model = model_wrap(self._model, self.collect_wrapper)
+        self._unroll_len = self._cfg.collect.unroll_len
+
+    def _init_eval(self) -> None:
+        self._eval_model = model_wrap(self._model, self.eval_wrapper)
+
+    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
+        return self._act(self._collect_model, data, **kwargs)
+
+    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Tensor]]:
+        return self._act(self._eval_model, data)
+
+    @torch.no_grad()
+    def _act(self, model: Any, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
+        """Stack the envs' observations once, run the model once, split the outputs back by env id."""
+        env_ids = list(data)
+        obs = default_collate(list(data.values()))
+        obs = obs.to(self._device)
+        output = model.forward(obs, mode='compute_actor', **kwargs)
+        keys = ['action', 'logit'] if self._cfg.collect.get('collector_logit') else ['action']
+        fields = {k: output[k].cpu() for k in keys if isinstance(output.get(k), Tensor)}
+        return {env_id: {k: v[i] for k, v in fields.items()} for i, env_id in enumerate(env_ids)}
+
+    def _process_transition(self, obs: Any, model_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+        """A transition dict; ``timestep.done`` is already *terminated* (the collector clears time-limit ends)."""
+        transition = {'obs': obs, 'next_obs': timestep.obs, 'action': model_output['action'],
+                      'reward': timestep.reward, 'done': timestep.done}
+        if 'logit' in model_output:
+            transition['logit'] = model_output['logit']
+        return transition
+
+    def _get_train_sample(self, transitions: list[dict]) -> list[Any]:
+        return get_train_sample(transitions, self._unroll_len)
+
+    # ---- state ----
+    def _state_dict_collect(self) -> dict[str, Any]:
+        return {'model': self._model.state_dict()}
+
+    def _load_state_dict_collect(self, state: dict[str, Any]) -> None:
+        self._model.load_state_dict(state['model'])
+
+    _state_dict_eval = _state_dict_collect
+    _load_state_dict_eval = _load_state_dict_collect
+
+    def _reset_learn(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _reset_collect(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _reset_eval(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return []
+
+    # ---- to implement ----
+    def _init_learn(self) -> None:
+        raise NotImplementedError
+
+    def _forward_learn(self, data: Any) -> dict[str, Tensor]:
+        raise NotImplementedError
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(fields={self._enable_field}, device={self._device})"
+
+
+def get_policy_cls(cfg: dict) -> type:
+    """The registered class for ``cfg.type`` (imports ``cfg.import_names`` first)."""
+    from ding_lite.registry import import_names
+    import_names(cfg.get('import_names'))
+    return POLICY_REGISTRY.get(cfg['type'])
+
+
+def create_policy(cfg: dict, model: nn.Module | None = None,
+                  enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
+    """Build ``cfg.type`` from the compiled policy config."""
+    return get_policy_cls(cfg)(cfg, model=model, enable_field=enable_field)

@@ -1,0 +1,140 @@
+"""Soft Actor-Critic for continuous actions."""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from ding_lite.data import Batch
+from ding_lite.model import model_wrap
+from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from .base_policy import Policy
+
+
+def _step(optimizer: torch.optim.Optimizer, loss: Tensor) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+
+
+@POLICY_REGISTRY.register('sac')
+class SACPolicy(Policy):
+    """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
+
+    Subclasses change the action distribution through four hooks: ``_q_pred(batch) -> [E, B]``,
+    ``_soft_target_v(next_obs) -> [B]``, ``_actor_loss(obs) -> (loss, entropy [B])`` and
+    ``_default_target_entropy()``. Everything else is shared.
+    """
+
+    # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
+    collect_wrapper: ClassVar[str] = 'tanh_reparam_sample'
+    eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
+    config = dict(
+        type='sac',
+        random_collect_size=10000,
+        model=dict(twin_critic=True, action_space='reparameterization'),
+        learn=dict(
+            batch_size=256,
+            learning_rate_q=3e-4,
+            learning_rate_policy=3e-4,
+            learning_rate_alpha=3e-4,
+            discount_factor=0.99,
+            target_theta=0.005,               # Polyak rate of the target critics
+            alpha=0.2,                        # initial value, or the fixed one if not auto_alpha
+            auto_alpha=True,
+            log_space=True,                   # learn log(alpha): always positive, better scaled
+            target_entropy=None,              # None -> _default_target_entropy()
+        ),
+        collect=dict(n_sample=1, unroll_len=1),
+        eval=dict(),
+        other=dict(replay_buffer=dict(replay_buffer_size=int(1e6))),
+    )
+
+    @classmethod
+    def default_model(cls) -> str:
+        return 'continuous_qac'
+
+    def _init_learn(self) -> None:
+        learn = self._cfg.learn
+        self._gamma, self._twin = learn.discount_factor, self._model.twin_critic
+        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q)
+        self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy)
+        target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
+        self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
+                                  learn.learning_rate_alpha, learn.log_space).to(self._device)
+        self._learn_model = model_wrap(self._model, 'base')
+        self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
+                                        update_kwargs={'theta': learn.target_theta})
+        # live views of the online critic: the target follows only what it is used for
+        self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
+
+    def _default_target_entropy(self) -> float:
+        shape = self._cfg.model.get('action_shape') or self._model.action_size
+        return -float(math.prod(shape) if isinstance(shape, (list, tuple)) else shape)  # -dim(A), SAC's heuristic
+
+    # 1-line adapters over the DI-engine style model interface
+    def _actor(self, obs: Tensor) -> Any:
+        return self._learn_model.forward(obs, mode='compute_actor')['logit']
+
+    def _critic(self, obs: Tensor, action: Tensor | None = None, *, target: bool = False) -> Tensor:
+        model = self._target_model if target else self._learn_model
+        inputs = {'obs': obs} if action is None else {'obs': obs, 'action': action}
+        q = model.forward(inputs, mode='compute_critic')['q_value']
+        return q if self._twin else q.unsqueeze(0)  # [E, B(, A)]
+
+    def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
+        return preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
+                                      use_priority_IS_weight=self._cfg.priority_IS_weight)
+
+    def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
+        batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
+        with torch.no_grad():
+            target_q = batch.reward + self._gamma * (1 - batch.done) * self._soft_target_v(batch.next_obs)
+        q = self._q_pred(batch)                                # [E, B]
+        td = q - target_q
+        critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
+        _step(self._optimizer_q, critic_loss)
+        policy_loss, entropy = self._actor_loss(batch.obs)
+        _step(self._optimizer_policy, policy_loss)
+        stats = {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
+                 'q_value': q.mean(), 'target_q_value': target_q.mean(), 'td_error': td.abs().mean()}
+        if self._alpha.learned:
+            stats['alpha_loss'] = self._alpha.update(entropy)
+        self._target_model.update(self._critic_params)
+        stats['alpha'] = self._alpha.value
+        stats = {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+        if self._cfg.priority:
+            stats['priority'] = td.detach().abs().mean(0)
+        return stats
+
+    def _q_pred(self, batch: Batch) -> Tensor:
+        return self._critic(batch.obs, batch.action)
+
+    def _soft_target_v(self, next_obs: Tensor) -> Tensor:
+        action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
+        return self._critic(next_obs, action, target=True).min(0).values - self._alpha.value * log_prob
+
+    def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        action, log_prob = tanh_gaussian_sample(*self._actor(obs))
+        q_min = self._critic(obs, action).min(0).values
+        return (self._alpha.value * log_prob - q_min).mean(), -log_prob.detach()
+
+    def _monitor_vars_learn(self) -> list[str]:
+        names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', 'target_q_value', 'td_error', 'alpha']
+        return names + (['alpha_loss'] if self._alpha.learned else [])
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        return {'model': self._model.state_dict(), 'target_model': self._target_model.state_dict(),
+                'optimizer_q': self._optimizer_q.state_dict(), 'optimizer_policy': self._optimizer_policy.state_dict(),
+                'alpha': self._alpha.state_dict()}
+
+    def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
+        self._model.load_state_dict(state['model'])
+        self._target_model.load_state_dict(state['target_model'])
+        self._optimizer_q.load_state_dict(state['optimizer_q'])
+        self._optimizer_policy.load_state_dict(state['optimizer_policy'])
+        self._alpha.load_state_dict(state['alpha'])
