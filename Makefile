@@ -12,5 +12,8 @@ install:
 test: install
 	$(PYTHON) -m pytest tests
 
+demo: install
+	$(PYTHON) -m entry.cli -m serial -c dizoo_configs/pendulum_sac_config.py -s 0
+
 bench: install
-	$(PYTHON) -m pytest tests/benchmark -s -p no:cacheprovider
+	for f in tests/benchmark/bench_*.py; do $(PYTHON) -m tests.benchmark.$$(basename $$f .py) || exit 1; done

@@ -1,6 +1,6 @@
 """ReplayBuffer.sample throughput against a bare randint + per-field index_select loop.
 
-Run: ``python tests/benchmark/bench_buffer.py`` (or ``make bench``). Reports samples/s of both and their ratio.
+Run: ``python -m tests.benchmark.bench_buffer`` (or ``make bench``). Reports samples/s of both and their ratio.
 """
 from __future__ import annotations
 
@@ -51,10 +51,6 @@ def run(rounds: int = 3) -> dict[str, float]:
     print(f"ReplayBuffer.sample({BATCH}) from {SIZE:,}: {result['framework_samples_per_s']:.0f}/s, "
           f"bare loop {result['bare_samples_per_s']:.0f}/s, ratio (median of {rounds}) {result['ratio']:.2f}")
     return result
-
-
-def test_bench_buffer() -> None:
-    assert run()['ratio'] > 0
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
 """SAC learn-step throughput: ``SACPolicy.learn_mode.forward`` against a bare PyTorch SAC update.
 
-Run: ``python tests/benchmark/bench_learn.py``. Same sizes, same process, interleaved rounds; reports updates/s
+Run: ``python -m tests.benchmark.bench_learn``. Same sizes, same process, interleaved rounds; reports updates/s
 and the framework/bare ratio (>= 1.0 means the framework adds nothing).
 """
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import torch
-from easydict import EasyDict
 
 from ding_lite.config import compile_config
 from ding_lite.data import ReplayBuffer
@@ -61,10 +60,6 @@ def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, float]:
               f"ratio (median of {rounds}) {ratio:.2f}")
         results[name] = ratio
     return results
-
-
-def test_bench_learn() -> None:
-    assert all(r > 0 for r in run(seconds=1.0, rounds=1).values())
 
 
 if __name__ == '__main__':

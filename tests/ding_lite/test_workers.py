@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import csv
+import os
+from functools import partial
+
+import pytest
+import torch
+
+from ding_lite.config import compile_config
+from ding_lite.data import ReplayBuffer
+from ding_lite.worker import (BaseLearner, EpisodeSerialCollector, InteractionSerialEvaluator, SampleSerialCollector,
+                              load_checkpoint)
+from envs import BaseEnvManager, PendulumEnv
+from policy_zoo import SACPolicy
+
+
+@pytest.fixture
+def setup(tiny_pendulum):
+    cfg = compile_config(*tiny_pendulum, save_cfg=False)
+    policy = SACPolicy(cfg.policy)
+    return cfg, policy
+
+
+def _manager(n, steps=20, seed=0, dynamic=True):
+    manager = BaseEnvManager([partial(PendulumEnv, {'env_kwargs': {'max_episode_steps': steps}})] * n)
+    manager.seed(seed, dynamic)
+    return manager
+
+
+def test_sample_collector_counts_and_time_limit_done_is_false(setup):
+    cfg, policy = setup
+    collector = SampleSerialCollector(cfg.policy.collect.collector, _manager(2, steps=3), policy.collect_mode,
+                                      exp_name=cfg.exp_name)
+    data = collector.collect(n_sample=7)
+    assert len(data) == 8 and collector.envstep == 8        # whole rounds of 2 envs: at least n_sample
+    assert all(t['done'] is False for t in data)            # Pendulum only truncates: always bootstrap
+    assert all(abs(float(t['action'])) <= 1 for t in data)
+    # each env's transitions chain: next_obs of step k is obs of step k+1 within an episode
+    env0 = data[0::2]
+    assert torch.allclose(torch.as_tensor(env0[0]['next_obs']), torch.as_tensor(env0[1]['obs']))
+    buffer = ReplayBuffer({'replay_buffer_size': 100})
+    buffer.push(data)
+    assert buffer.count() == 8
+    with pytest.raises(ValueError, match='positive n_sample'):
+        collector.collect(n_sample=0)
+
+
+def test_episode_collector_returns_whole_episodes(setup):
+    cfg, policy = setup
+    collector = EpisodeSerialCollector({'type': 'episode'}, _manager(2, steps=5), policy.collect_mode,
+                                       exp_name=cfg.exp_name)
+    episodes = collector.collect(n_episode=3)
+    assert len(episodes) >= 3 and all(len(e) == 5 for e in episodes)
+    assert collector.envstep == 10 * ((len(episodes) + 1) // 2)
+
+
+def test_learner_logs_checkpoints_and_resumes(setup):
+    cfg, policy = setup
+    data = [{'obs': torch.randn(3), 'action': torch.rand(1), 'reward': 0.0, 'next_obs': torch.randn(3), 'done': False}
+            for _ in range(16)]
+    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, exp_name=cfg.exp_name)
+    for _ in range(10):
+        learner.train(data, envstep=123)
+    assert learner.train_iter == 10 and set(learner.last_log) >= {'critic_loss', 'policy_loss', 'alpha'}
+    ckpt = os.path.join(cfg.exp_name, 'ckpt', 'iteration_10.pth.tar')
+    assert os.path.isfile(ckpt)
+    text = open(os.path.join(cfg.exp_name, 'log', 'learner.txt')).read()
+    assert 'iter 5 envstep 123' in text and 'iter 10 ' in text and 'critic_loss' in text
+    state = load_checkpoint(ckpt)
+    assert state['last_iter'] == 10
+    resumed_cfg = cfg.policy.learn.learner
+    resumed_cfg.hook.load_ckpt_before_run = ckpt
+    other = SACPolicy(cfg.policy)
+    resumed = BaseLearner(resumed_cfg, other.learn_mode, exp_name=cfg.exp_name)
+    resumed.call_hook('before_run')
+    assert resumed.train_iter == 10 and resumed.last_envstep == 123
+    torch.testing.assert_close(other._model.actor[1].mu.weight, policy._model.actor[1].mu.weight)
+
+
+def test_checkpoint_errors(tmp_path, setup):
+    cfg, policy = setup
+    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, exp_name=cfg.exp_name)
+    with pytest.raises(FileNotFoundError, match='checkpoint not found'):
+        learner.load_checkpoint(str(tmp_path / 'none.pth.tar'))
+    truncated = tmp_path / 'cut.pth.tar'
+    good = learner.save_checkpoint('good.pth.tar')
+    truncated.write_bytes(open(good, 'rb').read()[:100])
+    with pytest.raises(ValueError, match='not a readable torch file'):
+        learner.load_checkpoint(str(truncated))
+    torch.save({'weights': 1}, tmp_path / 'foreign.pth')
+    with pytest.raises(ValueError, match='not a ding_lite checkpoint'):
+        learner.load_checkpoint(str(tmp_path / 'foreign.pth'))
+    bigger = compile_config(*_bigger_cfg(cfg), save_cfg=False)
+    mismatch = BaseLearner(cfg.policy.learn.learner, SACPolicy(bigger.policy).learn_mode, exp_name=cfg.exp_name)
+    with pytest.raises(ValueError, match="does not fit this policy's learn state"):
+        mismatch.load_checkpoint(good)
+
+
+def _bigger_cfg(cfg):
+    from tests.conftest import TINY_CREATE, TINY_PENDULUM
+    import copy
+    main = copy.deepcopy(TINY_PENDULUM)
+    main['exp_name'] = cfg.exp_name
+    main['policy']['model']['critic_head_hidden_size'] = 32
+    return main, TINY_CREATE
+
+
+def test_evaluator_spreads_episodes_writes_csv_and_best(setup):
+    cfg, policy = setup
+    evaluator_cfg = dict(cfg.policy.eval.evaluator, n_episode=3, stop_value=-1e9, eval_freq=10)
+    evaluator = InteractionSerialEvaluator(evaluator_cfg, _manager(2, steps=6, dynamic=False), policy.eval_mode,
+                                           exp_name=cfg.exp_name)
+    assert evaluator._episode_quota() == {0: 2, 1: 1}
+    assert evaluator.should_eval(0) and not evaluator.should_eval(0)
+    assert not evaluator.should_eval(9) and evaluator.should_eval(10)
+    saved = []
+    stop, info = evaluator.eval(saved.append, train_iter=10, envstep=500)
+    assert stop and saved == ['ckpt_best.pth.tar']
+    returns = evaluator.run_episodes()
+    assert len(returns) == 3 and returns[0] == pytest.approx(returns[2])  # env 0 replays its fixed start
+    evaluator.eval(saved.append, train_iter=20, envstep=900)
+    assert saved == ['ckpt_best.pth.tar']                  # same return: not a new best
+    rows = list(csv.DictReader(open(evaluator.csv_path)))
+    assert [r['train_iter'] for r in rows] == ['10', '20'] and rows[0]['envstep'] == '500'
+    assert float(rows[0]['return_mean']) == pytest.approx(info['return_mean'], rel=1e-5)
+    assert list(rows[0]) == ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min',
+                             'return_max']

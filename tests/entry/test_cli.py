@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pprint
+import subprocess
+
+import pytest
+
+from entry.cli import build_parser, main
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
+
+
+def _write_cfg(tmp_path):
+    main_cfg = dict(TINY_PENDULUM, exp_name=str(tmp_path / 'cli_exp'))
+    path = tmp_path / 'cfg.py'
+    path.write_text(f"main_config = {pprint.pformat(main_cfg)}\ncreate_config = {pprint.pformat(TINY_CREATE)}\n")
+    return path
+
+
+def test_console_script_serial_then_eval(tmp_path):
+    path = _write_cfg(tmp_path)
+    run = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '-s', '0', '--max-env-step', '120'],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 'finished' in run.stdout and 'checkpoints:' in run.stdout
+    ckpt = tmp_path / 'cli_exp' / 'ckpt' / 'ckpt_best.pth.tar'
+    assert ckpt.is_file()
+    run = subprocess.run(['ding_lite', '-m', 'eval', '-c', str(path), '--load-path', str(ckpt)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 'return mean' in run.stdout
+
+
+def test_max_train_iter_flag(tmp_path):
+    path = _write_cfg(tmp_path)
+    assert main(['-m', 'serial', '-c', str(path), '--max-train-iter', '3']) == 0
+    assert (tmp_path / 'cli_exp' / 'log' / 'evaluator.csv').is_file()
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['-m', 'seriall', '-c', 'x.py'], "invalid choice: 'seriall'"),
+    (['-m', 'serial'], 'the following arguments are required: -c/--config'),
+    (['-m', 'serial', '-c', 'x.py', '--max-env-step', 'lots'], "expected a positive integer, got 'lots'"),
+])
+def test_bad_flags_are_argparse_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_missing_config_file_is_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match='config file not found'):
+        main(['-m', 'serial', '-c', str(tmp_path / 'nope.py')])

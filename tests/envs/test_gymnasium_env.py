@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ding_lite.registry import ENV_REGISTRY
+from envs import BaseEnvTimestep, CartPoleEnv, GymnasiumEnv, PendulumEnv
+
+
+def test_registered_names_and_default_ids():
+    assert ENV_REGISTRY.get('gymnasium') is GymnasiumEnv
+    assert ENV_REGISTRY.get('pendulum')().env_id == 'Pendulum-v1'
+    assert ENV_REGISTRY.get('cartpole')().env_id == 'CartPole-v1'
+
+
+def test_action_scaling_into_bounds():
+    env = PendulumEnv()
+    env.seed(0)
+    env.reset()
+    assert env.action_space.low.tolist() == [-1.0] and env.action_space.high.tolist() == [1.0]
+    for action, torque in ((-1.0, -2.0), (0.0, 0.0), (0.5, 1.0), (1.0, 2.0), (3.0, 2.0)):
+        env.step(np.array([action], dtype=np.float32))
+        assert env._env.unwrapped.last_u == pytest.approx(torque)
+    unscaled = PendulumEnv({'act_scale': False})
+    unscaled.reset()
+    unscaled.step(np.array([1.5]))
+    assert unscaled._env.unwrapped.last_u == pytest.approx(1.5)
+    assert unscaled.action_space.high.tolist() == [2.0]
+
+
+def test_time_limit_end_is_done_and_truncated_with_return():
+    env = PendulumEnv({'env_kwargs': {'max_episode_steps': 5}})
+    env.seed(1)
+    obs = env.reset()
+    assert obs.dtype == np.float32 and obs.shape == (3,)
+    rewards = []
+    for step in range(5):
+        timestep = env.step(np.zeros(1, dtype=np.float32))
+        assert isinstance(timestep, BaseEnvTimestep) and timestep.obs.dtype == np.float32
+        rewards.append(float(timestep.reward))
+        assert timestep.done == (step == 4)
+    assert timestep.info['TimeLimit.truncated'] is True
+    assert timestep.info['eval_episode_return'] == pytest.approx(sum(rewards), rel=1e-5)
+
+
+def test_termination_is_not_truncation():
+    env = CartPoleEnv()
+    env.seed(0)
+    env.reset()
+    timestep = None
+    for _ in range(500):
+        timestep = env.step(0)  # always push left: the pole falls long before the time limit
+        if timestep.done:
+            break
+    assert timestep.done and timestep.info['TimeLimit.truncated'] is False
+    assert 'eval_episode_return' in timestep.info
+
+
+def test_seeding_reproducible_and_dynamic():
+    a, b = PendulumEnv(), PendulumEnv()
+    a.seed(7), b.seed(7)
+    first = [a.reset() for _ in range(3)]
+    np.testing.assert_array_equal(np.stack(first), np.stack([b.reset() for _ in range(3)]))
+    assert not np.allclose(first[0], first[1])                  # dynamic: each episode a new start
+    fixed = PendulumEnv()
+    fixed.seed(7, dynamic_seed=False)
+    np.testing.assert_array_equal(fixed.reset(), fixed.reset())  # eval convention: same start every time
+
+
+def test_bad_env_id():
+    with pytest.raises(ValueError, match="needs env.env_id"):
+        GymnasiumEnv({})
+    with pytest.raises(ValueError, match="cannot make gymnasium env 'NoSuchEnv-v0'"):
+        GymnasiumEnv({'env_id': 'NoSuchEnv-v0'})

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ding_lite.config import compile_config
+from ding_lite.data import default_collate
+from ding_lite.registry import POLICY_REGISTRY
+from envs import BaseEnvTimestep
+from policy_zoo import Policy, SACPolicy, create_policy, get_policy_cls
+
+
+def _cfg(**learn):
+    main = dict(exp_name='unused', policy=dict(
+        model=dict(obs_shape=3, action_shape=2, actor_head_hidden_size=32, critic_head_hidden_size=32),
+        learn=dict(dict(batch_size=16), **learn)))
+    return compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy
+
+
+def _transitions(n=16, obs=3, act=2):
+    return [{'obs': torch.randn(obs), 'action': torch.rand(act) * 2 - 1, 'reward': float(torch.randn(())),
+             'next_obs': torch.randn(obs), 'done': bool(i % 4 == 0)} for i in range(n)]
+
+
+def test_registered_and_factory():
+    assert POLICY_REGISTRY.get('sac') is SACPolicy and get_policy_cls({'type': 'sac'}) is SACPolicy
+    policy = create_policy(_cfg())
+    assert isinstance(policy, Policy)
+    with pytest.raises(ValueError, match="unknown policy field 'train'"):
+        SACPolicy(_cfg(), enable_field=['train'])
+
+
+def test_learn_accepts_list_and_batch_and_returns_detached_scalars():
+    torch.manual_seed(0)
+    policy = SACPolicy(_cfg())
+    data = _transitions()
+    for batch in (data, default_collate(data)):
+        stats = policy.learn_mode.forward(batch)
+        assert set(policy.learn_mode.monitor_vars()) <= set(stats)
+        for value in stats.values():
+            assert isinstance(value, torch.Tensor) and not value.requires_grad
+            assert value.dim() == (1 if value is stats['priority'] else 0)
+
+
+def test_priority_is_mean_abs_td_per_sample():
+    policy = SACPolicy(_cfg())
+    data = _transitions()
+    torch.manual_seed(3)
+    td, _, _ = policy._critic_td(policy._preprocess_learn(data))
+    torch.manual_seed(3)
+    stats = policy.learn_mode.forward(data)
+    assert stats['priority'].shape == (16,)
+    torch.testing.assert_close(stats['priority'], td.detach().abs().mean(0))
+
+
+def test_default_target_entropy_and_alpha_modes():
+    assert SACPolicy(_cfg())._alpha.target_entropy == -2.0
+    assert SACPolicy(_cfg(target_entropy=-0.5))._alpha.target_entropy == -0.5
+    fixed = SACPolicy(_cfg(auto_alpha=False, alpha=0.3))
+    stats = fixed.learn_mode.forward(_transitions())
+    assert 'alpha_loss' not in stats and stats['alpha'].item() == pytest.approx(0.3)
+    linear = SACPolicy(_cfg(log_space=False))
+    assert linear._alpha.raw.item() == pytest.approx(0.2)
+    assert 'alpha_loss' in linear.learn_mode.forward(_transitions())
+
+
+def test_ignore_done_changes_the_target():
+    data = [dict(t, done=True, reward=0.0) for t in _transitions()]
+    torch.manual_seed(0)
+    done = SACPolicy(_cfg()).learn_mode.forward(data)['target_q_value']
+    torch.manual_seed(0)
+    ignored = SACPolicy(_cfg(ignore_done=True)).learn_mode.forward(data)['target_q_value']
+    assert done.item() == 0.0 and ignored.item() != 0.0
+
+
+def test_learning_moves_the_actor_towards_the_best_action():
+    """A one-step bandit with reward -(a - 0.5)^2: the deterministic action must approach 0.5."""
+    torch.manual_seed(0)
+    cfg = _cfg(learning_rate_q=3e-3, learning_rate_policy=3e-3, auto_alpha=False, alpha=0.01, batch_size=64)
+    cfg.model.action_shape = 1
+    policy = SACPolicy(cfg)
+    obs = torch.zeros(256, 3)
+    for _ in range(300):
+        action = torch.rand(256, 1) * 2 - 1
+        batch = {'obs': obs, 'action': action, 'reward': -(action[:, 0] - 0.5) ** 2, 'next_obs': obs,
+                 'done': torch.ones(256, dtype=torch.bool)}
+        policy.learn_mode.forward(default_collate([{k: v[i] for k, v in batch.items()} for i in range(64)]))
+    act = policy.eval_mode.forward({0: torch.zeros(3)})[0]['action']
+    assert abs(act.item() - 0.5) < 0.15
+
+
+def test_target_critic_follows_by_polyak_and_actor_copy_is_untouched():
+    policy = SACPolicy(_cfg(target_theta=0.5))
+    target = policy._target_model.unwrapped
+    before_actor = [p.clone() for p in target.actor.parameters()]
+    before_critic = [p.clone() for p in target.critic.parameters()]
+    policy.learn_mode.forward(_transitions())
+    online = list(policy._model.critic.parameters())
+    for old, new, live in zip(before_critic, target.critic.parameters(), online):
+        torch.testing.assert_close(new, 0.5 * old + 0.5 * live.detach())
+    for old, new in zip(before_actor, target.actor.parameters()):
+        torch.testing.assert_close(new, old)
+
+
+def test_collect_samples_eval_is_deterministic_tanh_mean():
+    policy = SACPolicy(_cfg())
+    obs = {3: torch.randn(3), 7: torch.randn(3)}
+    collected = [policy.collect_mode.forward(obs)[3]['action'] for _ in range(5)]
+    assert all(a.shape == (2,) and a.abs().max() <= 1 for a in collected)
+    assert not torch.allclose(collected[0], collected[1])
+    evals = policy.eval_mode.forward(obs)
+    assert set(evals) == {3, 7}
+    torch.testing.assert_close(evals[7]['action'], policy.eval_mode.forward(obs)[7]['action'])
+    mu = policy._model.compute_actor(obs[7].unsqueeze(0))['logit'][0][0]
+    torch.testing.assert_close(evals[7]['action'], torch.tanh(mu))
+
+
+def test_process_transition_keeps_done_from_timestep():
+    policy = SACPolicy(_cfg())
+    timestep = BaseEnvTimestep(obs=torch.ones(3), reward=1.5, done=False, info={})
+    t = policy.collect_mode.process_transition(torch.zeros(3), {'action': torch.zeros(2)}, timestep)
+    assert t['reward'] == 1.5 and t['done'] is False and t['next_obs'].sum() == 3
+    assert policy.collect_mode.get_train_sample([t, t]) == [t, t]
+
+
+@pytest.mark.parametrize('mode', ['learn_mode', 'collect_mode', 'eval_mode'])
+def test_state_dict_round_trip_reproduces_the_next_action(mode):
+    trained = SACPolicy(_cfg())
+    for _ in range(3):
+        trained.learn_mode.forward(_transitions())
+    fresh = SACPolicy(_cfg())
+    obs = {0: torch.randn(3)}
+    assert not torch.allclose(fresh.eval_mode.forward(obs)[0]['action'], trained.eval_mode.forward(obs)[0]['action'])
+    getattr(fresh, mode).load_state_dict(getattr(trained, mode).state_dict())
+    torch.testing.assert_close(fresh.eval_mode.forward(obs)[0]['action'], trained.eval_mode.forward(obs)[0]['action'])
+    if mode == 'learn_mode':  # optimizers, alpha and target came too: the next update is identical
+        data = _transitions()
+        torch.manual_seed(1)
+        a = trained.learn_mode.forward(data)
+        torch.manual_seed(1)
+        b = fresh.learn_mode.forward(data)
+        for key in a:
+            torch.testing.assert_close(a[key], b[key])
