@@ -1,7 +1,8 @@
 """Pipelines and the command line."""
 from __future__ import annotations
 
-from .application import eval
+from .application import collect_demo_data, eval
 from .serial_entry import serial_pipeline
+from .serial_entry_sqil import serial_pipeline_sqil
 
-__all__ = ['serial_pipeline', 'eval']
+__all__ = ['serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'eval']

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 
+import numpy as np
 from torch import nn
 
 from ding_lite.utils import set_pkg_seed
-from ding_lite.worker import InteractionSerialEvaluator, load_checkpoint
+from ding_lite.data import save_demo
+from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
 from policy_zoo import create_policy
 from .utils import build_envs, check_spaces, compile_input
 
@@ -38,3 +40,40 @@ def eval(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None 
     return info['return_mean']
 
 
+
+
+def collect_demo_data(input_cfg: str | tuple | list, seed: int, collect_count: int, expert_data_path: str,
+                      env_setting: list | None = None, model: nn.Module | None = None, state_dict: dict | None = None,
+                      state_dict_path: str | None = None, deterministic: bool = True) -> dict:
+    """Roll out a trained policy for ``collect_count`` transitions and write them to ``expert_data_path``.
+
+    ``deterministic`` acts with the eval mode (e.g. SAC's tanh(mean)); otherwise with the collect mode's sampling.
+    Returns the file header (fields, env id, count, episode-return statistics).
+    """
+    if collect_count <= 0:
+        raise ValueError(f"collect_count must be positive, got {collect_count}")
+    cfg = compile_input(input_cfg, seed, save_cfg=False)
+    collector_env, _ = build_envs(cfg, env_setting)
+    check_spaces(collector_env, cfg.policy)
+    set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+    policy = create_policy(cfg.policy, model=model, enable_field=['collect', 'eval'])
+    if state_dict is None:
+        if state_dict_path is None:
+            raise ValueError("collect_demo_data needs the expert's weights: state_dict or state_dict_path")
+        state_dict = load_checkpoint(state_dict_path)
+    policy.collect_mode.load_state_dict(state_dict)
+    mode = policy.collect_mode
+    if deterministic:
+        mode.forward = policy.eval_mode.forward
+    collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, mode, exp_name=cfg.exp_name,
+                                      instance_name='demo_collector')
+    transitions = collector.collect(n_sample=collect_count)[:collect_count]
+    collector.close()
+    returns = [e['return'] for e in collector.finished_episodes]
+    header = save_demo(expert_data_path, transitions, env_id=getattr(collector_env.env_ref, 'env_id', cfg.env.type),
+                       policy=cfg.policy.type, deterministic=deterministic, seed=seed, episodes=len(returns),
+                       return_mean=float(np.mean(returns)) if returns else float('nan'),
+                       return_std=float(np.std(returns)) if returns else float('nan'))
+    print(f"wrote {header['count']} transitions to {expert_data_path} ({len(returns)} complete episodes, "
+          f"return mean {header['return_mean']:.2f})")
+    return header

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-MODES = ('serial', 'eval')
+MODES = ('serial', 'eval', 'collect_demo', 'serial_sqil')
 
 
 def _positive_int(text: str) -> int:
@@ -25,12 +25,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-env-step', type=_positive_int, default=int(1e10), help='stop after N env steps')
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
-    parser.add_argument('--load-path', default=None, help='checkpoint to evaluate (mode eval)')
+    parser.add_argument('--load-path', default=None, help='checkpoint to evaluate or to collect demonstrations with')
+    parser.add_argument('--expert-data-path', default=None,
+                        help='demonstration file to write (collect_demo) or to learn from (serial_sqil)')
+    parser.add_argument('--expert-config', default=None, help='serial_sqil without a file: an expert config '
+                        'whose policy.collect.model_path checkpoint collects demonstrations online')
+    parser.add_argument('--collect-count', type=_positive_int, default=None, help='transitions to collect')
+    parser.add_argument('--demo-sampled', action='store_true',
+                        help='collect_demo with the collect mode\'s sampling instead of deterministic actions')
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.mode == 'collect_demo' and not (args.load_path and args.expert_data_path and args.collect_count):
+        parser.error('-m collect_demo needs --load-path, --expert-data-path and --collect-count')
+    if args.mode == 'serial_sqil' and bool(args.expert_data_path) == bool(args.expert_config):
+        parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
     if args.mode == 'serial':
         from .serial_entry import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
@@ -38,6 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     elif args.mode == 'eval':
         from .application import eval
         eval(args.config, seed=args.seed, load_path=args.load_path)
+    elif args.mode == 'collect_demo':
+        from .application import collect_demo_data
+        collect_demo_data(args.config, seed=args.seed, collect_count=args.collect_count,
+                          expert_data_path=args.expert_data_path, state_dict_path=args.load_path,
+                          deterministic=not args.demo_sampled)
+    elif args.mode == 'serial_sqil':
+        from .serial_entry_sqil import serial_pipeline_sqil
+        serial_pipeline_sqil(args.config, expert_cfg=args.expert_config, seed=args.seed,
+                             expert_data_path=args.expert_data_path, max_env_step=args.max_env_step,
+                             max_train_iter=args.max_train_iter)
     return 0
 
 

@@ -1,16 +1,21 @@
 """The serial off-policy pipeline: collect, store, learn, evaluate, until the stop value or a limit."""
 from __future__ import annotations
 
-from typing import Any
+import sys
+from types import SimpleNamespace
+from typing import Any, Callable
 
+from easydict import EasyDict
 from torch import nn
 
+from ding_lite.config import ConfigError
+from ding_lite.data import Batch, ReplayBuffer, demo_buffer
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
-from policy_zoo import Policy, create_policy
-from .utils import build_envs, check_spaces, compile_input, random_collect
+from policy_zoo import Policy, create_policy, get_policy_cls
+from .utils import build_envs, check_spaces, compile_input, mixed_sampler, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None = None,
@@ -19,56 +24,87 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int = 0, env_setting: l
     """Train the config's policy serially; returns the trained policy (DI-engine's signature).
 
     ``input_cfg`` is a config file path or a ``(main_config, create_config)`` pair; ``env_setting`` an optional
-    ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)`` replacing the registered env.
+    ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)`` replacing the registered env. With
+    ``policy.other.offline_buffer.path`` set, each batch mixes that file's transitions (real rewards) at ``ratio``.
     """
     cfg = compile_input(input_cfg, seed)
+    run = build_serial(cfg, env_setting, model)
+    sample = run.buffer.sample
+    offline = cfg.policy.other.offline_buffer
+    if offline.path:
+        if not 0 < offline.ratio < 1:
+            raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
+        sample = mixed_sampler([(run.buffer, 1 - offline.ratio), (load_demo_buffer(cfg, run, offline.path),
+                                                                    offline.ratio)])
+    train_serial(cfg, run, sample, max_train_iter, max_env_step)
+    return run.policy
+
+
+def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None) -> SimpleNamespace:
+    """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked and seeded."""
     collector_env, evaluator_env = build_envs(cfg, env_setting)
     check_spaces(collector_env, cfg.policy)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model)
     tb_logger = build_tb_logger(cfg.exp_name)
-    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
-    collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
-                                        tb_logger=tb_logger, exp_name=cfg.exp_name)
-    evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger,
-                                           exp_name=cfg.exp_name)
-    buffer = BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer,
-                                   tb_logger=tb_logger, exp_name=cfg.exp_name)
+    kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
+    return SimpleNamespace(
+        policy=policy, tb_logger=tb_logger, collector_env=collector_env,
+        learner=BaseLearner(cfg.policy.learn.learner, policy.learn_mode, **kwargs),
+        collector=create_serial_collector(cfg.policy.collect.collector, env=collector_env,
+                                          policy=policy.collect_mode, **kwargs),
+        evaluator=InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs),
+        buffer=BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer, **kwargs),
+    )
+
+
+def load_demo_buffer(cfg: EasyDict, run: SimpleNamespace, path: str) -> ReplayBuffer:
+    """The demonstrations of ``path``, checked against this run's env and model."""
+    if cfg.policy.priority:
+        raise ConfigError("policy.priority=True cannot be combined with demonstration batches; set it to False")
+    env_id = getattr(run.collector_env.env_ref, 'env_id', None)
+    discrete = get_policy_cls(cfg.policy).action_space_type == 'discrete'
+    return demo_buffer(path, ReplayBuffer, cfg.policy, env_id, discrete)
+
+
+def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
+                 max_env_step: int, after_collect: Callable[[], None] | None = None) -> None:
+    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint, summarise, close."""
+    learner, collector, evaluator = run.learner, run.collector, run.evaluator
     learner.call_hook('before_run')
     if cfg.policy.random_collect_size > 0 and learner.train_iter == 0:
-        random_collect(cfg.policy, collector, policy.collect_mode, buffer, collector_env.action_space, cfg.seed)
-    with _progress(cfg, collector, evaluator, max_env_step) as bar:
-        _train_loop(cfg, learner, collector, evaluator, buffer, max_train_iter, max_env_step, bar)
+        random_collect(cfg.policy, collector, run.policy.collect_mode, run.buffer, run.collector_env.action_space,
+                       cfg.seed)
+    learn = cfg.policy.learn
+    with _progress(cfg, collector, max_env_step) as bar:
+        while True:
+            if evaluator.should_eval(learner.train_iter):
+                stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+                bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
+                if stop:
+                    break
+            run.buffer.push(collector.collect(cfg.policy.collect.n_sample, train_iter=learner.train_iter))
+            if after_collect is not None:
+                after_collect()
+            bar.update(collector.envstep - bar.n)
+            for _ in range(learn.update_per_collect):
+                batch = sample(learn.batch_size) if run.buffer.count() >= learn.batch_size else None
+                if batch is None:
+                    break
+                learner.train(batch, collector.envstep)
+                if learner.priority_info is not None:
+                    run.buffer.update(learner.priority_info)
+            if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
+                break
     learner.call_hook('after_run')
     _summarise(cfg, learner, collector, evaluator)
-    for closable in (collector, evaluator, tb_logger):
+    for closable in (collector, evaluator, run.tb_logger):
         closable.close()
-    return policy
-
-
-def _train_loop(cfg: Any, learner: BaseLearner, collector: Any, evaluator: InteractionSerialEvaluator,
-                buffer: Any, max_train_iter: int, max_env_step: int, bar: Any) -> None:
-    learn = cfg.policy.learn
-    while True:
-        if evaluator.should_eval(learner.train_iter):
-            stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-            bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
-            if stop:
-                break
-        new_data = collector.collect(cfg.policy.collect.n_sample, train_iter=learner.train_iter)
-        buffer.push(new_data)
-        bar.update(collector.envstep - bar.n)
-        for _ in range(learn.update_per_collect):
-            if buffer.count() < learn.batch_size:
-                break
-            learner.train(buffer.sample(learn.batch_size), collector.envstep)
-            if learner.priority_info is not None:
-                buffer.update(learner.priority_info)
-        if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
-            break
 
 
 class _NoBar:
+    """Stands in for tqdm when stderr is not a terminal."""
+
     n = 0
 
     def update(self, n: int) -> None:
@@ -84,9 +120,8 @@ class _NoBar:
         pass
 
 
-def _progress(cfg: Any, collector: Any, evaluator: Any, max_env_step: int) -> Any:
+def _progress(cfg: EasyDict, collector: Any, max_env_step: int) -> Any:
     """A tqdm bar of env steps (with the last eval return) on a terminal; a silent stand-in otherwise."""
-    import sys
     if not sys.stderr.isatty():
         return _NoBar()
     from tqdm import tqdm
@@ -94,7 +129,7 @@ def _progress(cfg: Any, collector: Any, evaluator: Any, max_env_step: int) -> An
     return tqdm(total=total, initial=collector.envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True)
 
 
-def _summarise(cfg: Any, learner: BaseLearner, collector: Any, evaluator: InteractionSerialEvaluator) -> None:
+def _summarise(cfg: EasyDict, learner: BaseLearner, collector: Any, evaluator: InteractionSerialEvaluator) -> None:
     logger = build_logger(cfg.exp_name, 'summary', console=True)
     last = evaluator.last_info.get('return_mean', float('nan'))
     logger.info(f"finished {cfg.exp_name}: {collector.envstep} env steps, {learner.train_iter} train iterations, "

@@ -4,13 +4,15 @@ from __future__ import annotations
 import math
 from functools import partial
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.data import Batch
+from ding_lite.data.collate import make_batch
 from envs import create_env_manager, get_vec_env_setting
 from policy_zoo import get_policy_cls
 
@@ -37,6 +39,29 @@ def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = T
     return collector_env, evaluator_env
 
 
+TRANSITION_FIELDS = ('obs', 'action', 'reward', 'next_obs', 'done')
+
+
+def mixed_sampler(sources: list[tuple[Any, float]],
+                  rewards: tuple[float, ...] | None = None) -> Callable[[int], Batch | None]:
+    """``sample(n)`` drawing from each buffer its share of ``n`` (the first gets the rounding), concatenated in order.
+
+    With ``rewards``, source i's rewards are replaced by ``rewards[i]`` (SQIL's 0 for agent data, 1 for
+    demonstrations). Returns None while a source holds fewer transitions than its share.
+    """
+    def sample(n: int) -> Batch | None:
+        counts = [round(n * share) for _, share in sources[1:]]
+        counts.insert(0, n - sum(counts))
+        if any(buffer.count() < k for (buffer, _), k in zip(sources, counts)):
+            return None
+        parts = [buffer.sample(k) for (buffer, _), k in zip(sources, counts)]
+        fields = {f: torch.cat([part[f] for part in parts]) for f in TRANSITION_FIELDS}
+        if rewards is not None:
+            fields['reward'] = torch.cat([torch.full_like(part.reward, r) for part, r in zip(parts, rewards)])
+        return make_batch(fields)
+    return sample
+
+
 def _flat(shape: Any) -> int | None:
     if shape is None:
         return None
@@ -55,10 +80,10 @@ def check_spaces(env: Any, policy_cfg: EasyDict) -> None:
     model = policy_cfg.get('model', {})
     env_obs = _flat(obs_space.shape) if isinstance(obs_space, gym.spaces.Box) else None
     env_act = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else _flat(act_space.shape)
-    for key, env_value in (('obs_shape', env_obs), ('action_shape', env_act)):
+    for key, env_value in (('obs_shape', env_obs), ('agent_obs_shape', env_obs), ('action_shape', env_act)):
         if env_value is not None and model.get(key) is not None and _flat(model[key]) != env_value:
             raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name!r}, "
-                              f"whose {'observation' if key == 'obs_shape' else 'action'} size is {env_value}")
+                              f"whose {'action' if key == 'action_shape' else 'observation'} size is {env_value}")
 
 
 class RandomCollectPolicy:

@@ -40,12 +40,14 @@ class Policy:
         transition_with_policy_data=False,
         model=dict(),
         learn=dict(update_per_collect=1, batch_size=64, ignore_done=False),
-        collect=dict(n_sample=None, n_episode=None, unroll_len=1, collector_logit=False, env_num=None),
+        collect=dict(n_sample=None, n_episode=None, unroll_len=1, collector_logit=False, env_num=None,
+                     model_path=None),              # checkpoint an expert loads (SQIL online demonstrations)
         eval=dict(env_num=None),
         command=dict(),
         other=dict(
             replay_buffer=dict(),
             eps=dict(type='exp', start=0.95, end=0.1, decay=10000),  # decay in env steps
+            offline_buffer=dict(path=None, ratio=0.5),  # demonstration/transition file mixed into each batch
         ),
     )
 

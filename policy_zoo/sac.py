@@ -36,7 +36,7 @@ class SACPolicy(Policy):
     config = dict(
         type='sac',
         random_collect_size=10000,
-        model=dict(twin_critic=True, action_space='reparameterization'),
+        model=dict(twin_critic=True),
         learn=dict(
             batch_size=256,
             learning_rate_q=3e-4,
@@ -92,10 +92,7 @@ class SACPolicy(Policy):
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
-        with torch.no_grad():
-            target_q = batch.reward + self._gamma * (1 - batch.done) * self._soft_target_v(batch.next_obs)
-        q = self._q_pred(batch)                                # [E, B]
-        td = q - target_q
+        td, q, target_q = self._critic_td(batch)               # [E, B], [E, B], [B]
         critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
         _step(self._optimizer_q, critic_loss)
         policy_loss, entropy = self._actor_loss(batch.obs)
@@ -105,11 +102,15 @@ class SACPolicy(Policy):
         if self._alpha.learned:
             stats['alpha_loss'] = self._alpha.update(entropy)
         self._target_model.update(self._critic_params)
-        stats['alpha'] = self._alpha.value
-        stats = {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
-        if self._cfg.priority:
-            stats['priority'] = td.detach().abs().mean(0)
-        return stats
+        stats |= {'alpha': self._alpha.value, 'priority': td.abs().mean(0)}  # priority: |TD| per sample [B]
+        return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+
+    def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """``(td, q, target_q)``: soft Bellman error of every critic against the clipped double-Q target."""
+        with torch.no_grad():
+            target_q = batch.reward + self._gamma * (1 - batch.done) * self._soft_target_v(batch.next_obs)
+        q = self._q_pred(batch)
+        return q - target_q, q, target_q
 
     def _q_pred(self, batch: Batch) -> Tensor:
         return self._critic(batch.obs, batch.action)
@@ -129,7 +130,9 @@ class SACPolicy(Policy):
 
     def _state_dict_learn(self) -> dict[str, Any]:
         return {'model': self._model.state_dict(), 'target_model': self._target_model.state_dict(),
-                'optimizer_q': self._optimizer_q.state_dict(), 'optimizer_policy': self._optimizer_policy.state_dict(),
+                # copies: Optimizer.load_state_dict keeps same-device tensors, so a live state would be shared
+                'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
+                'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict()}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:

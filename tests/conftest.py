@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+
 import pytest
 from easydict import EasyDict
 
@@ -40,3 +42,57 @@ def toy_registered():
     yield
     POLICY_REGISTRY._table.pop('toy', None)
     ENV_REGISTRY._table.pop('toy_env', None)
+
+
+TINY_PENDULUM = dict(
+    exp_name='tiny',
+    env=dict(collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2, stop_value=1e9,
+             env_kwargs=dict(max_episode_steps=20)),
+    policy=dict(
+        random_collect_size=40,
+        model=dict(obs_shape=3, action_shape=1, actor_head_hidden_size=16, critic_head_hidden_size=16),
+        learn=dict(batch_size=16, learner=dict(hook=dict(log_show_after_iter=5, save_ckpt_after_iter=10))),
+        collect=dict(n_sample=4),
+        eval=dict(evaluator=dict(eval_freq=10)),
+        other=dict(replay_buffer=dict(replay_buffer_size=1000)),
+    ),
+)
+TINY_CREATE = dict(env=dict(type='pendulum'), env_manager=dict(type='base'), policy=dict(type='sac'))
+
+
+@pytest.fixture
+def tiny_pendulum(tmp_path):
+    """A seconds-long Pendulum SAC config writing under ``tmp_path``."""
+    main = copy.deepcopy(TINY_PENDULUM)
+    main['exp_name'] = str(tmp_path / 'tiny')
+    return EasyDict(main), EasyDict(copy.deepcopy(TINY_CREATE))
+
+
+def first_envstep_reaching(csv_path, stop_value: float) -> int | None:
+    """The env step of the first evaluation whose mean return reached ``stop_value`` (None if none did)."""
+    import csv
+    rows = list(csv.DictReader(open(csv_path)))
+    reached = [int(r['envstep']) for r in rows if float(r['return_mean']) >= stop_value]
+    return reached[0] if reached else None
+
+
+@pytest.fixture(scope='session')
+def pendulum_expert(tmp_path_factory):
+    """The zoo Pendulum SAC config trained on seed 0 (to -250), and 10,000 demonstrations from its best checkpoint.
+
+    Returns ``(env steps the plain run needed, demonstration file path, best checkpoint path)``.
+    """
+    import os
+    from ding_lite.config import read_config
+    from entry import collect_demo_data, serial_pipeline
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tmp_path_factory.mktemp('pendulum_expert')
+    cfg_path = os.path.join(root, 'dizoo_configs', 'pendulum_sac_config.py')
+    main, create = read_config(cfg_path)
+    main.exp_name = str(tmp / 'expert')
+    serial_pipeline((main, create), seed=0, max_env_step=40_000)
+    steps = first_envstep_reaching(tmp / 'expert' / 'log' / 'evaluator.csv', -250)
+    ckpt = str(tmp / 'expert' / 'ckpt' / 'ckpt_best.pth.tar')
+    demo = str(tmp / 'demo.pt')
+    collect_demo_data((main, create), seed=0, collect_count=10_000, expert_data_path=demo, state_dict_path=ckpt)
+    return steps, demo, ckpt

@@ -81,10 +81,12 @@ class DiscreteQAC(_QAC):
     critics, else ``[B, A]``.
     """
 
-    def __init__(self, obs_shape: int | list, action_shape: int | list, twin_critic: bool = False,
-                 actor_head_hidden_size: int = 64, actor_head_layer_num: int = 1, critic_head_hidden_size: int = 64,
-                 critic_head_layer_num: int = 1, activation: str = 'relu') -> None:
+    def __init__(self, obs_shape: int | list | None = None, action_shape: int | list | None = None,
+                 twin_critic: bool = False, actor_head_hidden_size: int = 64, actor_head_layer_num: int = 1,
+                 critic_head_hidden_size: int = 64, critic_head_layer_num: int = 1, activation: str = 'relu',
+                 agent_obs_shape: int | list | None = None, global_obs_shape: int | list | None = None) -> None:
         super().__init__()
+        obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
         obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
         self.actor = nn.Sequential(mlp(obs_size, actor_head_hidden_size, actor_head_layer_num, activation),
@@ -92,9 +94,32 @@ class DiscreteQAC(_QAC):
         self.critic = ensemble_mlp(2 if twin_critic else 1, obs_size, critic_head_hidden_size, critic_head_layer_num,
                                    self.action_size, activation)
 
-    def compute_actor(self, obs: Tensor) -> dict[str, Tensor]:
-        return {'logit': self.actor(obs)}
+    def compute_actor(self, inputs: Any) -> dict[str, Tensor]:
+        obs, mask = unpack_obs(inputs)
+        output = {'logit': self.actor(obs)}
+        if mask is not None:
+            output['action_mask'] = mask
+        return output
 
-    def compute_critic(self, inputs: dict[str, Tensor] | Tensor) -> dict[str, Tensor]:
-        obs = inputs if isinstance(inputs, Tensor) else inputs['obs']
-        return {'q_value': self._q_out(self.critic(obs))}  # [E, B, A]
+    def compute_critic(self, inputs: Any) -> dict[str, Tensor]:
+        return {'q_value': self._q_out(self.critic(unpack_obs(inputs)[0]))}  # [E, B, A]
+
+
+def unpack_obs(inputs: Any) -> tuple[Tensor, Tensor | None]:
+    """``(obs tensor, action_mask or None)`` from a tensor or nested ``{'obs': ..., 'action_mask': ...}``."""
+    mask = None
+    while not isinstance(inputs, Tensor):
+        if 'action_mask' in inputs:
+            mask = inputs['action_mask']
+        inputs = inputs['obs']
+    return inputs, mask
+
+
+def _single_agent_obs(obs_shape: Any, agent_obs_shape: Any, global_obs_shape: Any) -> Any:
+    """DI-engine's cartpole configs name the obs ``agent_obs_shape``/``global_obs_shape``; one agent: one size."""
+    shapes = {repr(s) for s in (obs_shape, agent_obs_shape, global_obs_shape) if s is not None}
+    if len(shapes) > 1:
+        raise ValueError(f"obs_shape={obs_shape!r}, agent_obs_shape={agent_obs_shape!r} and "
+                         f"global_obs_shape={global_obs_shape!r} differ: a separate global state needs a "
+                         f"multi-agent model, which DiscreteQAC is not")
+    return next((s for s in (obs_shape, agent_obs_shape, global_obs_shape) if s is not None), None)

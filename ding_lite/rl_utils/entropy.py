@@ -1,6 +1,7 @@
 """Entropy pieces of SAC: the temperature alpha and the tanh-squashed Gaussian."""
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -60,7 +61,7 @@ class Temperature(nn.Module):
     def state_dict(self, *args, **kwargs) -> dict:  # type: ignore[override]
         state = {'raw': self.raw.detach().clone()}
         if self.optimizer is not None:
-            state['optimizer'] = self.optimizer.state_dict()
+            state['optimizer'] = copy.deepcopy(self.optimizer.state_dict())  # not shared with a loader
         return state
 
     def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]

@@ -11,5 +11,5 @@ def resolve_device(cuda: bool, device: str | None = None) -> str:
     if device:
         return str(device)
     if cuda and not torch.cuda.is_available():
-        warnings.warn("policy.cuda=True but CUDA is not available; running on the CPU")
+        warnings.warn("policy.cuda=True but CUDA is not available; running on the CPU", stacklevel=2)
     return 'cuda' if cuda and torch.cuda.is_available() else 'cpu'

@@ -29,7 +29,8 @@ class _SerialCollector:
         self._cfg.update(cfg or {})
         self._tb_logger, self.logger = tb_logger, build_logger(exp_name, instance_name)
         self.envstep = 0
-        self._episode_info: list[dict[str, float]] = []
+        self._episode_info: list[dict[str, float]] = []  # since the last log line
+        self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
         self._env = self._policy = None
         if env is not None:
@@ -61,7 +62,9 @@ class _SerialCollector:
             self._return[env_id] += float(timestep.reward)
             self._length[env_id] += 1
             if timestep.done:
-                self._episode_info.append({'return': self._return[env_id], 'length': self._length[env_id]})
+                episode = {'return': self._return[env_id], 'length': self._length[env_id]}
+                self._episode_info.append(episode)
+                self.finished_episodes.append(episode)
                 self._return[env_id], self._length[env_id] = 0.0, 0
                 self._policy.reset([env_id])
             steps.append((env_id, transition, timestep.done))

@@ -55,10 +55,8 @@ class BaseLearner:
         """One learn step on ``data`` (a batch or a list of transitions)."""
         output = self._policy.forward(data)
         self.priority_info = None
-        if 'priority' in output:
-            self.priority_info = {'priority': output['priority']}
-            if 'replay_buffer_idx' in data:
-                self.priority_info['replay_buffer_idx'] = data['replay_buffer_idx']
+        if 'priority' in output and 'replay_buffer_idx' in data:  # sampled from a prioritized buffer
+            self.priority_info = {'priority': output['priority'], 'replay_buffer_idx': data['replay_buffer_idx']}
         for key, value in output.items():
             if key != 'priority':
                 self._sums[key] = self._sums[key] + value if key in self._sums else value.clone()

@@ -1,0 +1,75 @@
+"""Soft Actor-Critic for discrete actions."""
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ding_lite.data import Batch
+from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.rl_utils import epsilon_greedy
+from .sac import SACPolicy
+
+
+@POLICY_REGISTRY.register('discrete_sac')
+class DiscreteSACPolicy(SACPolicy):
+    """SAC for Discrete actions (arXiv:1910.07207): expectations over all actions replace sampling.
+
+    Collects with ``eps_greedy_multinomial_sample`` on the ``other.eps`` schedule (in env steps), evaluates greedily.
+    """
+
+    action_space_type: ClassVar[str] = 'discrete'
+    collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
+    eval_wrapper: ClassVar[str] = 'argmax_sample'
+    config = dict(
+        type='discrete_sac',
+        random_collect_size=0,
+        learn=dict(target_entropy_ratio=0.5),  # target entropy = ratio * log|A| when target_entropy is None
+    )
+
+    @classmethod
+    def default_model(cls) -> str:
+        return 'discrete_qac'
+
+    def _init_collect(self) -> None:
+        super()._init_collect()
+        self._eps_fn = epsilon_greedy(**self._cfg.other.eps)
+        self._collect_envstep = 0
+
+    def _forward_collect(self, data: dict[int, Any], eps: float | None = None, **kwargs: Any) -> dict[int, dict]:
+        if eps is None:  # the schedule runs on env steps this policy has acted for
+            eps = self._eps_fn(self._collect_envstep)
+        self._collect_envstep += len(data)
+        return super()._forward_collect(data, eps=eps, **kwargs)
+
+    def _log_pi(self, obs: Any) -> Tensor:
+        output = self._learn_model.forward(obs, mode='compute_actor')
+        logit = output['logit']
+        if 'action_mask' in output:  # a large finite value keeps pi * log_pi at 0 for masked actions
+            logit = logit.masked_fill(~output['action_mask'].bool(), -1e8)
+        return F.log_softmax(logit, dim=-1)                                  # [B, A]
+
+    def _q_pred(self, batch: Batch) -> Tensor:
+        q_all = self._critic(batch.obs)                                      # [E, B, A]
+        index = batch.action.long().view(1, -1, 1).expand(q_all.shape[0], -1, 1)
+        return q_all.gather(-1, index).squeeze(-1)                           # [E, B]
+
+    def _soft_target_v(self, next_obs: Any) -> Tensor:
+        log_pi = self._log_pi(next_obs)
+        q_min = self._critic(next_obs, target=True).min(0).values
+        return (log_pi.exp() * (q_min - self._alpha.value * log_pi)).sum(-1)
+
+    def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor]:
+        log_pi = self._log_pi(obs)
+        pi = log_pi.exp()
+        with torch.no_grad():
+            q_min = self._critic(obs).min(0).values
+        entropy = -(pi * log_pi).sum(-1)
+        return (pi * (self._alpha.value * log_pi - q_min)).sum(-1).mean(), entropy.detach()
+
+    def _default_target_entropy(self) -> float:
+        # ratio * log|A|. DI-engine's -|A| is below any categorical entropy (>= 0), so alpha only shrinks.
+        return self._cfg.learn.target_entropy_ratio * math.log(self._model.action_size)

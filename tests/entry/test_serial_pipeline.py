@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import csv
+import os
+import sys
+import textwrap
+
+import pytest
+from easydict import EasyDict
+
+from ding_lite.config import ConfigError, read_config
+from entry import eval as eval_entry
+from entry import serial_pipeline
+from policy_zoo import SACPolicy
+from tests.conftest import first_envstep_reaching
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def test_tiny_run_writes_config_logs_checkpoints(tiny_pendulum):
+    main, create = tiny_pendulum
+    policy = serial_pipeline((main, create), seed=0, max_env_step=200)
+    assert isinstance(policy, SACPolicy)
+    exp = main.exp_name
+    for path in ('total_config.py', 'log/evaluator.csv', 'log/learner.txt', 'ckpt/ckpt_best.pth.tar',
+                 'ckpt/ckpt_last.pth.tar', 'ckpt/iteration_10.pth.tar'):
+        assert os.path.isfile(os.path.join(exp, path)), path
+    assert any(name.startswith('events.out.tfevents') for name in os.listdir(os.path.join(exp, 'log', 'serial')))
+    rows = list(csv.DictReader(open(os.path.join(exp, 'log', 'evaluator.csv'))))
+    assert rows[0]['train_iter'] == '0' and int(rows[0]['envstep']) == 40  # after the random warm-up
+    reloaded = read_config(os.path.join(exp, 'total_config.py'))
+    assert reloaded[0].policy.learn.batch_size == 16 and reloaded[1].policy.type == 'sac'
+    # the saved config runs again as it is, and eval() loads the best checkpoint
+    serial_pipeline(os.path.join(exp, 'total_config.py'), seed=1, max_env_step=80)
+    mean = eval_entry((main, create), seed=0, load_path=os.path.join(exp, 'ckpt', 'ckpt_best.pth.tar'))
+    assert -2000 < mean < 0
+
+
+@pytest.mark.parametrize('change, message', [
+    (lambda m, c: m.policy.model.update(obs_shape=4), "policy.model.obs_shape=4 does not match env 'Pendulum-v1', whose observation size is 3"),
+    (lambda m, c: m.policy.model.update(action_shape=2), "policy.model.action_shape=2 does not match env 'Pendulum-v1'"),
+    (lambda m, c: c.env.update(type='cartpole'), "policy 'sac' needs continuous (Box) actions, but env 'CartPole-v1'"),
+])
+def test_env_model_mismatch_fails_at_start(tiny_pendulum, change, message):
+    main, create = tiny_pendulum
+    change(main, create)
+    with pytest.raises(ConfigError) as info:
+        serial_pipeline((main, create), max_env_step=10)
+    assert message in str(info.value)
+
+
+def test_bad_input_cfg():
+    with pytest.raises(ConfigError, match='config file path or a \\(main_config, create_config\\) pair'):
+        serial_pipeline(42)
+
+
+def test_user_policy_registered_in_own_module_trains(tiny_pendulum, tmp_path, monkeypatch):
+    (tmp_path / 'my_user_sac.py').write_text(textwrap.dedent('''
+        from ding_lite.registry import POLICY_REGISTRY
+        from policy_zoo import SACPolicy
+
+        @POLICY_REGISTRY.register('my_sac_for_test')
+        class MySAC(SACPolicy):
+            config = dict(type='my_sac_for_test', learn=dict(my_bonus=1.0))
+            calls = 0
+
+            def _forward_learn(self, data):
+                MySAC.calls += 1
+                return super()._forward_learn(data)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    main, create = tiny_pendulum
+    main.policy.learn.my_bonus = 2.0            # a key the user's policy declares
+    create.policy = EasyDict(type='my_sac_for_test', import_names=['my_user_sac'])
+    policy = serial_pipeline((main, create), max_env_step=100)
+    assert type(policy).__name__ == 'MySAC' and type(policy).calls > 0
+    assert policy._cfg.learn.my_bonus == 2.0
+    sys.modules.pop('my_user_sac')
+
+
+DI_ENGINE_PENDULUM_SAC = '''
+from easydict import EasyDict
+
+pendulum_sac_config = dict(
+    exp_name='pendulum_sac_seed0',
+    env=dict(
+        collector_env_num=10,
+        evaluator_env_num=5,
+        # (bool) Scale output action into legal range.
+        act_scale=True,
+        n_evaluator_episode=5,
+        stop_value=-250,
+    ),
+    policy=dict(
+        cuda=False,
+        priority=False,
+        random_collect_size=1000,
+        model=dict(
+            obs_shape=3,
+            action_shape=1,
+            twin_critic=True,
+            action_space='reparameterization',
+            actor_head_hidden_size=128,
+            critic_head_hidden_size=128,
+        ),
+        learn=dict(
+            update_per_collect=1,
+            batch_size=128,
+            learning_rate_q=0.001,
+            learning_rate_policy=0.001,
+            learning_rate_alpha=0.0003,
+            ignore_done=True,
+            target_theta=0.005,
+            discount_factor=0.99,
+            auto_alpha=True,
+        ),
+        collect=dict(n_sample=10, ),
+        eval=dict(evaluator=dict(eval_freq=100, )),
+        other=dict(replay_buffer=dict(replay_buffer_size=100000, ), ),
+    ),
+)
+pendulum_sac_config = EasyDict(pendulum_sac_config)
+main_config = pendulum_sac_config
+
+pendulum_sac_create_config = dict(
+    env=dict(
+        type='pendulum',
+    ),
+    env_manager=dict(type='base'),
+    policy=dict(type='sac'),
+)
+pendulum_sac_create_config = EasyDict(pendulum_sac_create_config)
+create_config = pendulum_sac_create_config
+'''
+
+
+def test_di_engine_pendulum_config_runs_unchanged(tmp_path, monkeypatch):
+    """DI-engine's dizoo pendulum_sac_config.py with only import_names removed."""
+    path = tmp_path / 'pendulum_sac_config.py'
+    path.write_text(DI_ENGINE_PENDULUM_SAC)
+    monkeypatch.chdir(tmp_path)
+    policy = serial_pipeline(str(path), seed=0, max_env_step=1100)
+    assert isinstance(policy, SACPolicy) and policy._cfg.learn.ignore_done is True
+    assert (tmp_path / 'pendulum_sac_seed0' / 'log' / 'evaluator.csv').is_file()
+
+
+def test_pendulum_sac_reaches_stop_value_within_40k_env_steps(pendulum_expert):
+    """The zoo config, seed 0: eval mean return >= -250 within 40,000 env steps."""
+    steps, _, _ = pendulum_expert
+    assert steps is not None and steps <= 40_000
+
+
+def test_hybrid_offline_buffer_reaches_stop_value_sooner(pendulum_expert, tmp_path):
+    """Half of every batch from the expert's transitions (real rewards): -250 in fewer env steps than plain SAC."""
+    plain_steps, demo, _ = pendulum_expert
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py'))
+    main.exp_name = str(tmp_path / 'hybrid')
+    main.policy.other.offline_buffer = dict(path=demo, ratio=0.5)
+    serial_pipeline((main, create), seed=0, max_env_step=plain_steps)
+    hybrid_steps = first_envstep_reaching(tmp_path / 'hybrid' / 'log' / 'evaluator.csv', -250)
+    assert hybrid_steps is not None and hybrid_steps < plain_steps
+
+
+def test_offline_buffer_bad_file_and_ratio(tiny_pendulum, tmp_path):
+    main, create = tiny_pendulum
+    main.policy.other.offline_buffer = dict(path=str(tmp_path / 'missing.pt'), ratio=0.5)
+    with pytest.raises(FileNotFoundError, match='demonstration file not found'):
+        serial_pipeline((main, create), max_env_step=10)
+    main.policy.other.offline_buffer = dict(path=str(tmp_path / 'missing.pt'), ratio=1.0)
+    with pytest.raises(ConfigError, match=r'offline_buffer.ratio must be in \(0, 1\)'):
+        serial_pipeline((main, create), max_env_step=10)
