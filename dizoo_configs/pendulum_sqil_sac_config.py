@@ -1,52 +1,17 @@
-"""SQIL-SAC on Pendulum-v1: the SAC Pendulum hyperparameters; learn batches are half agent data (reward 0)
-and half demonstrations (reward 1). Demonstrations: a file from ``ding_lite -m collect_demo`` (see the README).
+"""SQIL-SAC on Pendulum-v1: the SAC Pendulum config with policy ``sqil_sac``; learn batches are half agent
+data (reward 0) and half demonstrations (reward 1) from a ``ding_lite -m collect_demo`` file (see the README).
 """
-from easydict import EasyDict
+import copy
 
-pendulum_sqil_sac_config = dict(
-    exp_name='pendulum_sqil_sac_seed0',
-    env=dict(
-        collector_env_num=10,
-        evaluator_env_num=5,
-        act_scale=True,            # actions in [-1, 1] are scaled to the torque bounds
-        n_evaluator_episode=5,
-        stop_value=-250,
-    ),
-    policy=dict(
-        cuda=False,
-        priority=False,
-        random_collect_size=1000,  # env steps of uniform random actions before learning
-        model=dict(
-            obs_shape=3,
-            action_shape=1,
-            twin_critic=True,
-            action_space='reparameterization',
-            actor_head_hidden_size=128,
-            critic_head_hidden_size=128,
-        ),
-        learn=dict(
-            update_per_collect=1,
-            batch_size=128,
-            learning_rate_q=1e-3,
-            learning_rate_policy=1e-3,
-            learning_rate_alpha=3e-4,
-            ignore_done=False,
-            target_theta=0.005,
-            discount_factor=0.99,
-            auto_alpha=True,
-        ),
-        collect=dict(n_sample=10),
-        eval=dict(evaluator=dict(eval_freq=100)),  # train iterations
-        other=dict(replay_buffer=dict(replay_buffer_size=100000)),
-    ),
-)
-main_config = EasyDict(pendulum_sqil_sac_config)
+from dizoo_configs.pendulum_sac_config import create_config as sac_create_config
+from dizoo_configs.pendulum_sac_config import main_config as sac_main_config
 
-create_config = EasyDict(dict(
-    env=dict(type='pendulum'),
-    env_manager=dict(type='base'),
-    policy=dict(type='sqil_sac'),
-))
+main_config = copy.deepcopy(sac_main_config)
+main_config.exp_name = 'pendulum_sqil_sac_seed0'
+main_config.policy.learn.monitor_cos = False  # True logs the cosine of the two halves' critic gradients
+
+create_config = copy.deepcopy(sac_create_config)
+create_config.policy.type = 'sqil_sac'
 
 if __name__ == '__main__':
     # or: ding_lite -m serial_sqil -c dizoo_configs/pendulum_sqil_sac_config.py --expert-data-path DEMO_FILE

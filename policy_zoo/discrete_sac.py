@@ -27,7 +27,7 @@ class DiscreteSACPolicy(SACPolicy):
     config = dict(
         type='discrete_sac',
         random_collect_size=0,
-        learn=dict(target_entropy_ratio=0.5),  # target entropy = ratio * log|A| when target_entropy is None
+        learn=dict(target_entropy_ratio=0.89),  # target entropy = ratio * log|A| when target_entropy is None
     )
 
     @classmethod

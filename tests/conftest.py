@@ -80,8 +80,10 @@ def first_envstep_reaching(csv_path, stop_value: float) -> int | None:
 def pendulum_expert(tmp_path_factory):
     """The zoo Pendulum SAC config trained on seed 0 (to -250), and 10,000 demonstrations from its best checkpoint.
 
-    Returns ``(env steps the plain run needed, demonstration file path, best checkpoint path)``.
+    Returns ``steps`` (env steps the plain run needed), ``demo``, ``ckpt`` (its best checkpoint) and ``csv`` (its
+    evaluator.csv).
     """
+    from types import SimpleNamespace
     import os
     from ding_lite.config import read_config
     from entry import collect_demo_data, serial_pipeline
@@ -95,4 +97,11 @@ def pendulum_expert(tmp_path_factory):
     ckpt = str(tmp / 'expert' / 'ckpt' / 'ckpt_best.pth.tar')
     demo = str(tmp / 'demo.pt')
     collect_demo_data((main, create), seed=0, collect_count=10_000, expert_data_path=demo, state_dict_path=ckpt)
-    return steps, demo, ckpt
+    return SimpleNamespace(steps=steps, demo=demo, ckpt=ckpt, csv=tmp / 'expert' / 'log' / 'evaluator.csv')
+
+
+def mean_eval_return(csv_path, max_envstep: int) -> float:
+    """Mean evaluation return over a run's evaluations up to ``max_envstep`` (area under the learning curve)."""
+    import csv
+    rows = [r for r in csv.DictReader(open(csv_path)) if int(r['envstep']) <= max_envstep]
+    return sum(float(r['return_mean']) for r in rows) / len(rows)

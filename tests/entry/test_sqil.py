@@ -10,7 +10,7 @@ import torch
 from ding_lite.config import ConfigError, read_config
 from ding_lite.data import ReplayBuffer, load_demo
 from ding_lite.registry import POLICY_REGISTRY
-from entry import serial_pipeline_sqil
+from entry import collect_demo_data, serial_pipeline_sqil
 from entry.utils import mixed_sampler
 from policy_zoo import SACPolicy, SQILSACPolicy
 from tests.conftest import first_envstep_reaching
@@ -70,7 +70,7 @@ def test_pipeline_feeds_half_half_batches(pendulum_expert, tiny_pendulum):
     main.env.pop('env_kwargs')  # the demonstrations came from the full-length env
     main.policy.model.update(actor_head_hidden_size=128, critic_head_hidden_size=128)
     create.policy.type = 'recording_sqil_sac'
-    serial_pipeline_sqil((main, create), seed=0, expert_data_path=pendulum_expert[1], max_env_step=120)
+    serial_pipeline_sqil((main, create), seed=0, expert_data_path=pendulum_expert.demo, max_env_step=120)
     assert RecordingSAC.batches
     for batch in RecordingSAC.batches:
         assert batch.reward.tolist() == [0.0] * 8 + [1.0] * 8
@@ -78,7 +78,7 @@ def test_pipeline_feeds_half_half_batches(pendulum_expert, tiny_pendulum):
 
 
 def test_sqil_sac_learns_pendulum_from_demonstrations(pendulum_expert, tmp_path):
-    _, demo, _ = pendulum_expert
+    demo = pendulum_expert.demo
     header = load_demo(demo)[1]
     assert header['count'] == 10_000 and header['env_id'] == 'Pendulum-v1' and header['return_mean'] > -250
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sqil_sac_config.py'))
@@ -89,7 +89,7 @@ def test_sqil_sac_learns_pendulum_from_demonstrations(pendulum_expert, tmp_path)
 
 
 def test_online_expert_the_di_engine_way(pendulum_expert, tiny_pendulum):
-    _, _, ckpt = pendulum_expert
+    ckpt = pendulum_expert.ckpt
     main, create = tiny_pendulum
     main.env.pop('env_kwargs')
     main.policy.model.update(actor_head_hidden_size=128, critic_head_hidden_size=128)
@@ -109,11 +109,11 @@ def test_demonstrations_for_the_wrong_env_are_rejected(pendulum_expert, tmp_path
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'cartpole_sqil_discrete_sac_config.py'))
     main.exp_name = str(tmp_path / 'wrong')
     with pytest.raises(ValueError, match="recorded on env 'Pendulum-v1', but this run uses 'CartPole-v1'"):
-        serial_pipeline_sqil((main, create), expert_data_path=pendulum_expert[1], max_env_step=10)
+        serial_pipeline_sqil((main, create), expert_data_path=pendulum_expert.demo, max_env_step=10)
 
 
 def test_cli_collect_demo_then_serial_sqil(pendulum_expert, tmp_path):
-    _, _, ckpt = pendulum_expert
+    ckpt = pendulum_expert.ckpt
     cfg = os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py')
     demo = tmp_path / 'demo.pt'
     run = subprocess.run(['ding_lite', '-m', 'collect_demo', '-c', cfg, '--load-path', ckpt, '--expert-data-path',
@@ -128,3 +128,20 @@ def test_cli_collect_demo_then_serial_sqil(pendulum_expert, tmp_path):
     assert (tmp_path / 'pendulum_sqil_sac_seed0' / 'log' / 'evaluator.csv').is_file()
     run = subprocess.run(['ding_lite', '-m', 'collect_demo', '-c', cfg], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and 'needs --load-path, --expert-data-path and --collect-count' in run.stderr
+
+
+def test_sqil_with_discrete_sac_on_cartpole(tmp_path):
+    """SQIL is a data change: the same pipeline runs discrete_sac, from a file made by collect_demo_data."""
+    from ding_lite.config import compile_config
+    from policy_zoo import DiscreteSACPolicy, create_policy
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'cartpole_sqil_discrete_sac_config.py'))
+    main.exp_name = str(tmp_path / 'cartpole_sqil')
+    main.policy.collect.n_sample = 64
+    cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    expert = create_policy(cfg.policy, enable_field=['collect'])
+    demo = str(tmp_path / 'cartpole_demo.pt')
+    header = collect_demo_data((main, create), seed=0, collect_count=300, expert_data_path=demo,
+                               state_dict=expert.collect_mode.state_dict(), deterministic=False)
+    assert header['fields']['action'] == {'shape': [], 'dtype': 'int64'} and header['env_id'] == 'CartPole-v1'
+    policy = serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_train_iter=4)
+    assert isinstance(policy, DiscreteSACPolicy)
