@@ -99,3 +99,21 @@ def test_read_config_errors(tmp_path):
     path.write_text('main_config = dict()\n')
     with pytest.raises(ConfigError, match='does not define create_config'):
         read_config(str(path))
+
+
+def test_di_engine_sac_family_keys_are_declared():
+    """Keys DI-engine's SAC-family dizoo configs use compile unchanged."""
+    main = dict(exp_name='exp', env=dict(collector_env_num=8, evaluator_env_num=5, n_evaluator_episode=5,
+                                         stop_value=195), policy=dict(
+        cuda=False, on_policy=False, priority=False, priority_IS_weight=False, random_collect_size=0,
+        multi_agent=False, transition_with_policy_data=False,
+        model=dict(obs_shape=4, action_shape=2, twin_critic=True),
+        learn=dict(update_per_collect=2, batch_size=64, ignore_done=False, auto_alpha=False, alpha=0.2),
+        collect=dict(env_num=8, n_sample=256, unroll_len=1, collector_logit=False),
+        command=dict(), eval=dict(evaluator=dict(eval_freq=50), env_num=5),
+        other=dict(eps=dict(type='exp', start=0.95, end=0.1, decay=50000),
+                   replay_buffer=dict(replay_buffer_size=100000))))
+    cfg = compile_config(main, create_cfg=dict(env=dict(type='cartpole'), policy=dict(type='discrete_sac')),
+                         save_cfg=False)
+    assert cfg.policy.eval.evaluator.n_episode == 5 and cfg.policy.eval.evaluator.stop_value == 195
+    assert cfg.policy.collect.collector.type == 'sample' and cfg.policy.learn.learner.hook.save_ckpt_after_iter
