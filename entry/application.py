@@ -1,12 +1,11 @@
-"""Evaluate a trained policy from a checkpoint."""
+"""Applications of a trained policy: evaluate it, or record demonstrations with it."""
 from __future__ import annotations
-
 
 import numpy as np
 from torch import nn
 
-from ding_lite.utils import set_pkg_seed
 from ding_lite.data import save_demo
+from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
 from policy_zoo import create_policy
 from .utils import build_envs, check_spaces, compile_input
@@ -23,14 +22,8 @@ def eval(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None 
     check_spaces(evaluator_env, cfg.policy)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=['eval'])
-    if state_dict is None and load_path is not None:
-        state_dict = load_checkpoint(load_path)
-    if state_dict is not None:
-        try:
-            policy.eval_mode.load_state_dict(state_dict)
-        except (KeyError, RuntimeError) as error:
-            raise ValueError(f"checkpoint {load_path or 'state_dict'} does not fit policy {cfg.policy.type!r} "
-                             f"with model {dict(cfg.policy.model)}: {error}") from error
+    if state_dict is not None or load_path is not None:
+        _load_weights(policy.eval_mode, cfg, state_dict, load_path)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
                                            exp_name=cfg.exp_name, instance_name='eval')
     _, info = evaluator.eval()
@@ -38,8 +31,6 @@ def eval(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None 
     print(f"eval over {evaluator.n_episode} episodes: return mean {info['return_mean']:.2f} "
           f"std {info['return_std']:.2f} (min {info['return_min']:.2f}, max {info['return_max']:.2f})")
     return info['return_mean']
-
-
 
 
 def collect_demo_data(input_cfg: str | tuple | list, seed: int, collect_count: int, expert_data_path: str,
@@ -57,23 +48,32 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int, collect_count: i
     check_spaces(collector_env, cfg.policy)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=['collect', 'eval'])
-    if state_dict is None:
-        if state_dict_path is None:
-            raise ValueError("collect_demo_data needs the expert's weights: state_dict or state_dict_path")
-        state_dict = load_checkpoint(state_dict_path)
-    policy.collect_mode.load_state_dict(state_dict)
+    if state_dict is None and state_dict_path is None:
+        raise ValueError("collect_demo_data needs the expert's weights: state_dict or state_dict_path")
     mode = policy.collect_mode
+    _load_weights(mode, cfg, state_dict, state_dict_path)
     if deterministic:
         mode.forward = policy.eval_mode.forward
     collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, mode, exp_name=cfg.exp_name,
                                       instance_name='demo_collector')
+    env_id = getattr(collector_env.env_ref, 'env_id', cfg.env.type)
     transitions = collector.collect(n_sample=collect_count)[:collect_count]
     collector.close()
     returns = [e['return'] for e in collector.finished_episodes]
-    header = save_demo(expert_data_path, transitions, env_id=getattr(collector_env.env_ref, 'env_id', cfg.env.type),
+    header = save_demo(expert_data_path, transitions, env_id=env_id,
                        policy=cfg.policy.type, deterministic=deterministic, seed=seed, episodes=len(returns),
                        return_mean=float(np.mean(returns)) if returns else float('nan'),
                        return_std=float(np.std(returns)) if returns else float('nan'))
     print(f"wrote {header['count']} transitions to {expert_data_path} ({len(returns)} complete episodes, "
           f"return mean {header['return_mean']:.2f})")
     return header
+
+
+def _load_weights(mode: object, cfg: dict, state_dict: dict | None, path: str | None) -> None:
+    """Load ``state_dict`` (or the checkpoint at ``path``) into a policy mode, with a clear error on a misfit."""
+    state_dict = state_dict if state_dict is not None else load_checkpoint(path)
+    try:
+        mode.load_state_dict(state_dict)
+    except (KeyError, RuntimeError) as error:
+        raise ValueError(f"checkpoint {path or 'state_dict'} does not fit policy {cfg.policy.type!r} with model "
+                         f"{dict(cfg.policy.model)}: {error}") from error

@@ -172,3 +172,12 @@ def test_offline_buffer_bad_file_and_ratio(tiny_pendulum, tmp_path):
     main.policy.other.offline_buffer = dict(path=str(tmp_path / 'missing.pt'), ratio=1.0)
     with pytest.raises(ConfigError, match=r'offline_buffer.ratio must be in \(0, 1\)'):
         serial_pipeline((main, create), max_env_step=10)
+
+
+def test_eval_with_a_checkpoint_of_another_model_is_clear(tiny_pendulum, tmp_path):
+    main, create = tiny_pendulum
+    serial_pipeline((main, create), max_env_step=60)
+    ckpt = os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar')
+    main.policy.model.actor_head_hidden_size = 32
+    with pytest.raises(ValueError, match="does not fit policy 'sac'"):
+        eval_entry((main, create), load_path=ckpt)
