@@ -5,6 +5,7 @@ import copy
 import importlib.util
 import math
 import os
+import time
 import uuid
 from typing import Any, Callable
 
@@ -167,6 +168,7 @@ def compile_config(
         seed: int = 0,
         save_cfg: bool = True,
         save_path: str = 'total_config.py',
+        renew_dir: bool = True,
         learner: type | None = None,
         collector: type | None = None,
         evaluator: type | None = None,
@@ -174,7 +176,9 @@ def compile_config(
     """Merge the registered classes' defaults under ``main_cfg`` and return the full, checked config.
 
     ``main_cfg`` may also be a ``(main_config, create_config)`` pair. Types come from ``create_cfg``
-    (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register.
+    (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register. With
+    ``save_cfg`` and ``renew_dir``, an ``exp_name`` folder that already holds a run gets a time suffix, so an
+    earlier run's checkpoints and logs are never overwritten.
     """
     if isinstance(main_cfg, (tuple, list)):
         main_cfg, create_cfg = main_cfg
@@ -210,6 +214,8 @@ def compile_config(
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
             evaluator_cfg[key] = cfg.env.get(env_key)
     cfg.create_config = _create_part(create_cfg, cfg)
+    if save_cfg and renew_dir and os.path.exists(os.path.join(cfg.exp_name, save_path)):
+        cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path))
     return cfg

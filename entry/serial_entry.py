@@ -72,6 +72,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint, summarise, close."""
     learner, collector, evaluator = run.learner, run.collector, run.evaluator
     learner.call_hook('before_run')
+    collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
     if cfg.policy.random_collect_size > 0 and learner.train_iter == 0:
         random_collect(cfg.policy, collector, run.policy.collect_mode, run.buffer, run.collector_env.action_space,
                        cfg.seed)

@@ -117,3 +117,16 @@ def test_di_engine_sac_family_keys_are_declared():
                          save_cfg=False)
     assert cfg.policy.eval.evaluator.n_episode == 5 and cfg.policy.eval.evaluator.stop_value == 195
     assert cfg.policy.collect.collector.type == 'sample' and cfg.policy.learn.learner.hook.save_ckpt_after_iter
+
+
+def test_existing_run_folder_is_never_overwritten(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main, create = _cfgs(learn=dict(batch_size=32))
+    first = compile_config(main, create_cfg=create)
+    before = (tmp_path / 'exp' / 'total_config.py').read_text()
+    main['policy']['learn']['batch_size'] = 16
+    second = compile_config(main, create_cfg=create)
+    assert first.exp_name == 'exp' and second.exp_name.startswith('exp_') and second.exp_name != 'exp'
+    assert (tmp_path / 'exp' / 'total_config.py').read_text() == before
+    assert (tmp_path / second.exp_name / 'total_config.py').is_file()
+    assert compile_config(main, create_cfg=create, renew_dir=False).exp_name == 'exp'

@@ -181,3 +181,20 @@ def test_eval_with_a_checkpoint_of_another_model_is_clear(tiny_pendulum, tmp_pat
     main.policy.model.actor_head_hidden_size = 32
     with pytest.raises(ValueError, match="does not fit policy 'sac'"):
         eval_entry((main, create), load_path=ckpt)
+
+
+def test_resume_from_checkpoint_continues_counts_in_a_new_folder(tiny_pendulum):
+    main, create = tiny_pendulum
+    serial_pipeline((main, create), seed=0, max_env_step=120)
+    ckpt = os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar')
+    best_before = open(os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar'), 'rb').read()
+    state = __import__('torch').load(ckpt, weights_only=False)
+    main.policy.learn.learner = dict(hook=dict(load_ckpt_before_run=ckpt))
+    policy = serial_pipeline((main, create), seed=0, max_env_step=state['last_envstep'] + 40)
+    resumed = [d for d in os.listdir(os.path.dirname(main.exp_name)) if d.startswith('tiny_')]
+    assert len(resumed) == 1                                  # the first run's folder was left alone
+    assert open(os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar'), 'rb').read() == best_before
+    rows = list(csv.DictReader(open(os.path.join(os.path.dirname(main.exp_name), resumed[0], 'log',
+                                                 'evaluator.csv'))))
+    assert int(rows[0]['train_iter']) == state['last_iter'] and int(rows[0]['envstep']) >= state['last_envstep']
+    assert policy is not None
