@@ -17,6 +17,9 @@ _LAZY = {
     'ding_lite.data': ('default_collate', 'default_decollate', 'ReplayBuffer', 'PrioritizedReplayBuffer'),
     'ding_lite.rl_utils': ('v_1step_td_data', 'v_1step_td_error', 'q_v_1step_td_data', 'q_v_1step_td_error',
                            'get_train_sample'),
+    # upper layers, imported only when asked for: the core never imports them at module level
+    'policy_zoo': ('Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'create_policy', 'get_policy_cls'),
+    'entry': ('serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data'),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
