@@ -19,6 +19,7 @@ class DiscreteSACPolicy(SACPolicy):
     """SAC for Discrete actions (arXiv:1910.07207): expectations over all actions replace sampling.
 
     Collects with ``eps_greedy_multinomial_sample`` on the ``other.eps`` schedule (in env steps), evaluates greedily.
+    Target entropy ratio 0.89: on LunarLander 0.98/0.89 beat 0.7/0.5, on CartPole all tied; 0.98 ~ uniform's entropy.
     """
 
     action_space_type: ClassVar[str] = 'discrete'
