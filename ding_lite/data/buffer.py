@@ -103,20 +103,18 @@ class ReplayBuffer:
                 raise ValueError(f"field {'.'.join(path)!r} has per-transition shape {tuple(value.shape[1:])}, "
                                  f"but the buffer was created with {tuple(expected)} by its first push")
 
-    def _chronological(self) -> dict[tuple[str, ...], Tensor]:
-        order = (torch.arange(self._count, device=self.device) + (self._ptr - self._count)) % self.size
-        return {path: storage.index_select(0, order) for path, storage in self._storage.items()}
+    def _chronological_index(self) -> Tensor:
+        return (torch.arange(self._count, device=self.device) + (self._ptr - self._count)) % self.size
 
     def save(self, path: str) -> None:
-        """Write the stored transitions (oldest first) to ``path`` atomically."""
-        data = {k: v.cpu() for k, v in self._chronological().items()}
-        save_file(path, {'version': BUFFER_FILE_VERSION, 'kind': 'ding_lite.replay_buffer', 'data': data})
+        """Write the stored transitions (oldest first, with any per-slot state) to ``path`` atomically."""
+        index = self._chronological_index()
+        data = {k: v.index_select(0, index).cpu() for k, v in self._storage.items()}
+        save_file(path, {'version': BUFFER_FILE_VERSION, 'kind': 'ding_lite.replay_buffer', 'data': data,
+                         'extra': self._extra_state(index)})
 
     def load(self, path: str) -> None:
-        """Replace the contents with a file written by ``save``; the newest win if there are too many.
-
-        Priorities are not stored: a prioritized buffer gives loaded transitions the maximum priority.
-        """
+        """Replace the contents with a file written by ``save``; the newest win if there are too many."""
         state = load_file(path, 'replay buffer file')
         if not isinstance(state, dict) or state.get('kind') != 'ding_lite.replay_buffer':
             raise ValueError(f"{path} is not a ding_lite replay buffer file")
@@ -126,6 +124,14 @@ class ReplayBuffer:
         self._storage = {}
         if state['data'] and _batch_len(state['data']) > 0:
             self.push(unflatten_batch(state['data']))
+            self._load_extra_state(state.get('extra') or {}, self._count)
+
+    def _extra_state(self, index: Tensor) -> dict[str, Any]:
+        """Per-slot state to save beside the transitions, in the order of ``index`` (none here)."""
+        return {}
+
+    def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
+        """Restore ``_extra_state``; the newest ``kept`` entries now sit in slots ``0..kept-1``."""
 
 
 def _batch_len(flat: dict[tuple[str, ...], Tensor]) -> int:

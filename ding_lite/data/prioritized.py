@@ -65,6 +65,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._sum_tree.update(index, priority ** self.alpha)
         self._min_tree.update(index, priority ** self.alpha)
 
+    def _extra_state(self, index: Tensor) -> dict[str, Any]:
+        return {'priority': (self._sum_tree[index] ** (1.0 / self.alpha)).cpu(),
+                'max_priority': self._max_priority.cpu(), 'beta': self.beta}
+
+    def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
+        if 'priority' not in extra:
+            return
+        self._max_priority = extra['max_priority'].to(self.device)
+        self.beta = extra['beta']
+        self.update({'replay_buffer_idx': torch.arange(kept), 'priority': extra['priority'][-kept:]})
+
     def clear(self) -> None:
         super().clear()
         self._sum_tree.clear()

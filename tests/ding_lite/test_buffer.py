@@ -139,3 +139,20 @@ def test_prioritized_new_data_gets_max_priority_and_beta_anneals():
     assert buffer.beta == 1.0
     with pytest.raises(ValueError, match='2 indices but 1 priorities'):
         buffer.update({'replay_buffer_idx': torch.tensor([0, 1]), 'priority': torch.tensor([1.0])})
+
+
+def test_prioritized_save_load_keeps_priorities_and_beta(tmp_path):
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0, 'beta': 0.5, 'anneal_step': 10})
+    buffer.push(_transitions(0, 4))
+    buffer.push(_transitions(4, 2))                     # slots hold rewards 4, 5, 2, 3 (ring)
+    buffer.update({'replay_buffer_idx': torch.arange(4), 'priority': torch.tensor([4.0, 5.0, 2.0, 3.0])})
+    buffer.sample(1)
+    path = str(tmp_path / 'prio.pt')
+    buffer.save(path)
+    restored = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0, 'beta': 0.5, 'anneal_step': 10})
+    restored.load(path)
+    assert restored.beta == buffer.beta
+    batch = restored.sample(14000)
+    for reward in (2.0, 3.0, 4.0, 5.0):                  # priority equal to the reward: P = r / 14
+        frac = (batch.reward == reward).float().mean().item()
+        assert abs(frac - reward / 14) < 0.02
