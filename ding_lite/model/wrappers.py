@@ -162,9 +162,12 @@ class EpsGreedyMultinomialSampleWrapper(ModelWrapper):
 class DeterministicSampleWrapper(ModelWrapper):
     """Gaussian head ``logit=[mu, sigma]``: action ``mu`` (unsquashed, as DI-engine)."""
 
+    squash: bool = False
+
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         output = self._model.forward(*args, **kwargs)
-        output['action'] = output['logit'][0]
+        mu = output['logit'][0]
+        output['action'] = torch.tanh(mu) if self.squash else mu
         return output
 
 
@@ -172,29 +175,25 @@ class DeterministicSampleWrapper(ModelWrapper):
 class ReparamSampleWrapper(ModelWrapper):
     """Gaussian head ``logit=[mu, sigma]``: action ``mu + sigma * N(0, 1)`` (unsquashed, as DI-engine)."""
 
+    squash: bool = False
+
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         output = self._model.forward(*args, **kwargs)
         mu, sigma = output['logit']
-        output['action'] = mu + sigma * torch.randn_like(mu)
+        action = mu + sigma * torch.randn_like(mu)
+        output['action'] = torch.tanh(action) if self.squash else action
         return output
 
 
 @WRAPPER_REGISTRY.register('tanh_deterministic_sample')
-class TanhDeterministicSampleWrapper(ModelWrapper):
-    """Gaussian head: action ``tanh(mu)`` in [-1, 1] (SAC's evaluation action)."""
+class TanhDeterministicSampleWrapper(DeterministicSampleWrapper):
+    """Action ``tanh(mu)`` in [-1, 1] (SAC's evaluation action)."""
 
-    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        output = self._model.forward(*args, **kwargs)
-        output['action'] = torch.tanh(output['logit'][0])
-        return output
+    squash = True
 
 
 @WRAPPER_REGISTRY.register('tanh_reparam_sample')
-class TanhReparamSampleWrapper(ModelWrapper):
-    """Gaussian head: action ``tanh(mu + sigma * N(0, 1))`` in [-1, 1] (SAC's exploration action)."""
+class TanhReparamSampleWrapper(ReparamSampleWrapper):
+    """Action ``tanh(mu + sigma * N(0, 1))`` in [-1, 1] (SAC's exploration action)."""
 
-    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        output = self._model.forward(*args, **kwargs)
-        mu, sigma = output['logit']
-        output['action'] = torch.tanh(mu + sigma * torch.randn_like(mu))
-        return output
+    squash = True

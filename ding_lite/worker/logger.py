@@ -28,12 +28,6 @@ def build_tb_logger(exp_name: str) -> SummaryWriter:
     return SummaryWriter(os.path.join(exp_name, 'log', 'serial'))
 
 
-def close_logger(logger: logging.Logger) -> None:
-    for handler in list(logger.handlers):
-        handler.close()
-        logger.removeHandler(handler)
-
-
 def format_scalars(prefix: str, scalars: dict[str, Any]) -> str:
     return f"{prefix} " + ' | '.join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}"
                                      for k, v in scalars.items())
