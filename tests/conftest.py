@@ -68,6 +68,16 @@ def tiny_pendulum(tmp_path):
     return EasyDict(main), EasyDict(copy.deepcopy(TINY_CREATE))
 
 
+def zoo_config(name: str, exp_dir) -> tuple[EasyDict, EasyDict]:
+    """``dizoo_configs/<name>.py`` with its experiment folder moved to ``exp_dir`` (no writes to the CWD)."""
+    import os
+    from ding_lite.config import read_config
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    main, create = read_config(os.path.join(root, 'dizoo_configs', f'{name}.py'))
+    main.exp_name = str(exp_dir)
+    return main, create
+
+
 def first_envstep_reaching(csv_path, stop_value: float) -> int | None:
     """The env step of the first evaluation whose mean return reached ``stop_value`` (None if none did)."""
     import csv
@@ -84,14 +94,9 @@ def pendulum_expert(tmp_path_factory):
     evaluator.csv).
     """
     from types import SimpleNamespace
-    import os
-    from ding_lite.config import read_config
     from entry import collect_demo_data, serial_pipeline
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     tmp = tmp_path_factory.mktemp('pendulum_expert')
-    cfg_path = os.path.join(root, 'dizoo_configs', 'pendulum_sac_config.py')
-    main, create = read_config(cfg_path)
-    main.exp_name = str(tmp / 'expert')
+    main, create = zoo_config('pendulum_sac_config', tmp / 'expert')
     serial_pipeline((main, create), seed=0, max_env_step=40_000)
     steps = first_envstep_reaching(tmp / 'expert' / 'log' / 'evaluator.csv', -250)
     ckpt = str(tmp / 'expert' / 'ckpt' / 'ckpt_best.pth.tar')

@@ -12,7 +12,7 @@ from ding_lite.config import ConfigError, read_config
 from entry import eval as eval_entry
 from entry import serial_pipeline
 from policy_zoo import SACPolicy
-from tests.conftest import first_envstep_reaching, mean_eval_return
+from tests.conftest import first_envstep_reaching, mean_eval_return, zoo_config
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -154,8 +154,7 @@ def test_hybrid_offline_buffer_learns_faster(pendulum_expert, tmp_path):
     """Half of every batch from the expert's transitions (real rewards): -250 no later than plain SAC, and a
     better learning curve on the way (measured on seed 0: 31k vs 32k env steps; see the README)."""
     plain = pendulum_expert
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py'))
-    main.exp_name = str(tmp_path / 'hybrid')
+    main, create = zoo_config('pendulum_sac_config', tmp_path / 'hybrid')
     main.policy.other.offline_buffer = dict(path=plain.demo, ratio=0.5)
     serial_pipeline((main, create), seed=0, max_env_step=plain.steps)
     hybrid_csv = tmp_path / 'hybrid' / 'log' / 'evaluator.csv'

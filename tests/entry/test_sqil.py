@@ -7,13 +7,13 @@ import subprocess
 import pytest
 import torch
 
-from ding_lite.config import ConfigError, read_config
+from ding_lite.config import ConfigError
 from ding_lite.data import ReplayBuffer, load_demo
 from ding_lite.registry import POLICY_REGISTRY
 from entry import collect_demo_data, serial_pipeline_sqil
 from entry.utils import mixed_sampler
 from policy_zoo import SACPolicy, SQILSACPolicy
-from tests.conftest import first_envstep_reaching
+from tests.conftest import first_envstep_reaching, zoo_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
@@ -81,8 +81,7 @@ def test_sqil_sac_learns_pendulum_from_demonstrations(pendulum_expert, tmp_path)
     demo = pendulum_expert.demo
     header = load_demo(demo)[1]
     assert header['count'] == 10_000 and header['env_id'] == 'Pendulum-v1' and header['return_mean'] > -250
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sqil_sac_config.py'))
-    main.exp_name = str(tmp_path / 'sqil')
+    main, create = zoo_config('pendulum_sqil_sac_config', tmp_path / 'sqil')
     serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_env_step=40_000)
     steps = first_envstep_reaching(tmp_path / 'sqil' / 'log' / 'evaluator.csv', -250)
     assert steps is not None and steps <= 40_000
@@ -106,8 +105,7 @@ def test_online_expert_the_di_engine_way(pendulum_expert, tiny_pendulum):
 
 
 def test_demonstrations_for_the_wrong_env_are_rejected(pendulum_expert, tmp_path):
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'cartpole_sqil_discrete_sac_config.py'))
-    main.exp_name = str(tmp_path / 'wrong')
+    main, create = zoo_config('cartpole_sqil_discrete_sac_config', tmp_path / 'wrong')
     with pytest.raises(ValueError, match="recorded on env 'Pendulum-v1', but this run uses 'CartPole-v1'"):
         serial_pipeline_sqil((main, create), expert_data_path=pendulum_expert.demo, max_env_step=10)
 
@@ -134,8 +132,7 @@ def test_sqil_with_discrete_sac_on_cartpole(tmp_path):
     """SQIL is a data change: the same pipeline runs discrete_sac, from a file made by collect_demo_data."""
     from ding_lite.config import compile_config
     from policy_zoo import DiscreteSACPolicy, create_policy
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'cartpole_sqil_discrete_sac_config.py'))
-    main.exp_name = str(tmp_path / 'cartpole_sqil')
+    main, create = zoo_config('cartpole_sqil_discrete_sac_config', tmp_path / 'cartpole_sqil')
     main.policy.collect.n_sample = 64
     cfg = compile_config(main, create_cfg=create, save_cfg=False)
     expert = create_policy(cfg.policy, enable_field=['collect'])

@@ -7,12 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from ding_lite.config import compile_config, read_config
+from ding_lite.config import compile_config
 from ding_lite.data import default_collate
 from ding_lite.rl_utils import epsilon_greedy
 from entry import serial_pipeline
 from policy_zoo import DiscreteSACPolicy
-from tests.conftest import first_envstep_reaching
+from tests.conftest import first_envstep_reaching, zoo_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
@@ -121,8 +121,7 @@ def test_di_engine_cartpole_config_runs_unchanged(tmp_path, monkeypatch):
 
 
 def test_cartpole_discrete_sac_reaches_195_within_100k_env_steps(tmp_path):
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'cartpole_discrete_sac_config.py'))
-    main.exp_name = str(tmp_path / 'cartpole')
+    main, create = zoo_config('cartpole_discrete_sac_config', tmp_path / 'cartpole')
     serial_pipeline((main, create), seed=0, max_env_step=100_000)
     steps = first_envstep_reaching(tmp_path / 'cartpole' / 'log' / 'evaluator.csv', 195)
     assert steps is not None and steps <= 100_000
