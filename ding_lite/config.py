@@ -3,23 +3,20 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import math
 import os
+import pprint
 import time
 import uuid
+import warnings
 from typing import Any, Callable
 
 from easydict import EasyDict
 
-from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY, \
-    SERIAL_COLLECTOR_REGISTRY, did_you_mean, import_names
+from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
+    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, did_you_mean, import_names
 from .utils.checkpoint import atomic_write_text
+from .utils.default_config import ConfigError, ConfigWarning, class_default_config, deep_merge
 from .utils.device import resolve_device
-
-
-class ConfigError(ValueError):
-    """A config key or value that the framework cannot accept."""
-
 
 TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy')
 # Leaf values checked wherever they appear: name -> (predicate, what is expected).
@@ -35,25 +32,32 @@ _VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     'discount_factor': (lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
     'target_theta': (lambda v: 0 < v <= 1, 'a number in (0, 1]'),
     'random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
+    'expert_random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
+    'nstep': (lambda v: v == 1, '1 (ding_lite computes one-step TD targets)'),
 }
 
-
-def deep_merge(base: dict, update: dict) -> EasyDict:
-    """A copy of ``base`` with ``update`` merged in, recursing into dicts present in both."""
-    out = EasyDict(copy.deepcopy(dict(base)))
-    for key, value in update.items():
-        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
-            else copy.deepcopy(value)
-    return out
-
-
-def class_default_config(cls: type) -> EasyDict:
-    """The ``config`` class attributes along ``cls``'s MRO, deep-merged so subclasses override their parents."""
-    merged = EasyDict()
-    for klass in reversed(cls.__mro__):
-        if 'config' in vars(klass):
-            merged = deep_merge(merged, klass.config)
-    return merged
+# Keys of DI-engine's dizoo configs that no ding_lite class declares, so that those configs run unchanged.
+# A key with a note keeps its value in the compiled config, where the note says what reads it; a key with
+# None is dropped with one warning naming it. Any other undeclared key stays a ConfigError.
+LEGACY_KEYS: dict[str, str | None] = {
+    'policy.learn.reparameterization': None,      # DI-engine no longer reads it; SAC always reparameterises
+    'policy.nstep': None,                          # must be 1: one-step TD targets
+    'policy.discount_factor': None,                # DI-engine reads policy.learn.discount_factor
+    'policy.expert_random_collect_size': "serial_pipeline_sqil: the online expert's transitions before training",
+    'policy.collect.save_path': 'collect_demo_data: the demonstration file when expert_data_path is not given',
+    'policy.collect.state_dict_path': "collect_demo_data: the expert's checkpoint when none is given",
+    'policy.learn.learner.load_path': "collect_demo_data: the expert's checkpoint (where DI-engine reads it)",
+    'policy.collect.data_type': None,              # demonstrations are always ding_lite demonstration files
+    'env.manager.shared_memory': None,             # the subprocess manager's options (not available yet)
+    'env.manager.reset_inplace': None,
+    'env.manager.context': None,
+}
+_DI_ENGINE_PACKAGES = ('dizoo.', 'ding.')
+_CREATE_PARTS = {'env': ENV_REGISTRY, 'env_manager': ENV_MANAGER_REGISTRY, 'policy': POLICY_REGISTRY,
+                 'replay_buffer': BUFFER_REGISTRY}
+# (field, key, registry, default type) of the worker sub-configs filled under policy
+_WORKERS = (('learn', 'learner', LEARNER_REGISTRY, 'base'), ('collect', 'collector', SERIAL_COLLECTOR_REGISTRY, 'sample'),
+            ('eval', 'evaluator', SERIAL_EVALUATOR_REGISTRY, 'interaction'))
 
 
 def read_config(path: str) -> tuple[EasyDict, EasyDict]:
@@ -74,15 +78,26 @@ def read_config(path: str) -> tuple[EasyDict, EasyDict]:
 
 
 def merge_strict(default: dict, user: dict, path: str = '') -> EasyDict:
-    """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``."""
+    """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``.
+
+    DI-engine's legacy keys (``LEGACY_KEYS``) are kept or dropped with a warning instead.
+    """
     merged = EasyDict(copy.deepcopy(dict(default)))
     for key, value in user.items():
         full = f"{path}.{key}" if path else str(key)
-        if key not in default:
+        if key in default:
+            merged[key] = _merge_value(default[key], value, full)
+        elif full in LEGACY_KEYS:
+            _check_value(value, full)
+            if LEGACY_KEYS[full] is not None:
+                merged[key] = copy.deepcopy(value)
+            else:
+                warnings.warn(f"config key {full!r} is a DI-engine key that ding_lite does not use; ignored",
+                              ConfigWarning, stacklevel=2)
+        else:
             hint = did_you_mean(key, default, prefix=f"{path}." if path else '')
             raise ConfigError(f"unknown config key {full!r};{hint or ' no similar key is declared.'} "
                               f"declared here: {', '.join(sorted(map(str, default))) or '(none)'}")
-        merged[key] = _merge_value(default[key], value, full)
     return merged
 
 
@@ -142,18 +157,32 @@ def _type_of(create_cfg: dict, main_part: dict, part: str, fallback: str | None 
     return (create_cfg.get(part) or {}).get('type') or main_part.get('type') or fallback
 
 
-def _worker_classes(policy_cfg: dict) -> dict[str, type]:
-    """Default learner/collector/evaluator classes for ``policy.{learn,collect,eval}``."""
-    from . import worker  # lazy: keeps `import ding_lite.config` light
-    collector_type = (((policy_cfg.get('collect') or {}).get('collector')) or {}).get('type', 'sample')
-    return {'learn.learner': worker.BaseLearner, 'collect.collector': SERIAL_COLLECTOR_REGISTRY.get(collector_type),
-            'eval.evaluator': worker.InteractionSerialEvaluator}
+def _import_create_names(create_cfg: dict) -> list[str]:
+    """Import the create config's ``import_names``; return those imported. DI-engine's own modules (``dizoo.``,
+    ``ding.``) are skipped, with one warning, where ding_lite registers the part's type itself."""
+    names = [(name, part, value.get('type')) for part, value in create_cfg.items() if isinstance(value, dict)
+             for name in value.get('import_names') or []]
+    names += [(name, None, None) for name in create_cfg.get('import_names') or []]
+    imported = [name for name, _, _ in names if not name.startswith(_DI_ENGINE_PACKAGES)]
+    import_names(imported)  # first: the user's modules may register the types DI-engine's would
+    skipped = []
+    for name, part, type_ in names:
+        if not name.startswith(_DI_ENGINE_PACKAGES):
+            continue
+        if part in _CREATE_PARTS and type_ is not None and type_ in _CREATE_PARTS[part]:
+            skipped.append(f"{name} ({part} {type_!r})")
+        else:
+            import_names([name])
+            imported.append(name)
+    if skipped:
+        warnings.warn(f"skipped DI-engine import_names {', '.join(skipped)}: ding_lite registers these types "
+                      f"itself", ConfigWarning, stacklevel=3)
+    return imported
 
 
-def _policy_default(policy_cls: type, policy_cfg: dict, workers: dict[str, type]) -> EasyDict:
+def _policy_default(policy_cls: type, policy_cfg: dict, workers: dict[tuple[str, str], type]) -> EasyDict:
     default = EasyDict(policy_cls.default_config())
-    for dotted, cls in workers.items():
-        field, name = dotted.split('.')
+    for (field, name), cls in workers.items():
         default.setdefault(field, EasyDict())[name] = cls.default_config()
     model_type = (policy_cfg.get('model') or {}).get('type') or policy_cls.default_model()
     if model_type in MODEL_REGISTRY:
@@ -162,10 +191,21 @@ def _policy_default(policy_cls: type, policy_cfg: dict, workers: dict[str, type]
     return default
 
 
+def _worker_classes(policy_cfg: dict, overrides: dict[str, type | None]) -> dict[tuple[str, str], type]:
+    """The learner/collector/evaluator classes whose defaults fill ``policy.{learn,collect,eval}``."""
+    classes = {}
+    for field, name, registry, default_type in _WORKERS:
+        part = policy_cfg.get(field)
+        worker = part.get(name) if isinstance(part, dict) else None  # a non-dict is reported by merge_strict
+        worker_type = (worker.get('type') if isinstance(worker, dict) else None) or default_type
+        classes[(field, name)] = overrides.get(name) or registry.get(worker_type)
+    return classes
+
+
 def compile_config(
         main_cfg: dict | tuple,
         create_cfg: dict | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         save_cfg: bool = True,
         save_path: str = 'total_config.py',
         renew_dir: bool = True,
@@ -176,44 +216,31 @@ def compile_config(
     """Merge the registered classes' defaults under ``main_cfg`` and return the full, checked config.
 
     ``main_cfg`` may also be a ``(main_config, create_config)`` pair. Types come from ``create_cfg``
-    (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register. With
-    ``save_cfg`` and ``renew_dir``, an ``exp_name`` folder that already holds a run gets a time suffix, so an
-    earlier run's checkpoints and logs are never overwritten.
+    (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register. ``seed`` None
+    takes the config's own ``seed`` (a saved ``total_config.py`` has one), else 0. With ``save_cfg`` and
+    ``renew_dir``, an ``exp_name`` folder that already holds a run gets a time suffix, so an earlier run's
+    checkpoints and logs are never overwritten.
     """
     if isinstance(main_cfg, (tuple, list)):
         main_cfg, create_cfg = main_cfg
     main_cfg, create_cfg = EasyDict(copy.deepcopy(dict(main_cfg))), EasyDict(copy.deepcopy(dict(create_cfg or {})))
-    for part in create_cfg.values():
-        if isinstance(part, dict):
-            import_names(part.get('import_names'))
-    import_names(create_cfg.get('import_names'))
+    imported = _import_create_names(create_cfg)
     for key in main_cfg:
         if key not in TOP_LEVEL_KEYS:
             raise ConfigError(f"unknown top-level config key {key!r};{did_you_mean(key, TOP_LEVEL_KEYS)} "
                               f"expected only {', '.join(TOP_LEVEL_KEYS)}")
-    policy_user = main_cfg.get('policy', EasyDict())
-    policy_type = _type_of(create_cfg, policy_user, 'policy')
-    if policy_type is None:
-        raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
-    policy_cls = POLICY_REGISTRY.get(policy_type)
-    workers = _worker_classes(policy_user)
-    workers.update({k: v for k, v in (('learn.learner', learner), ('collect.collector', collector),
-                                      ('eval.evaluator', evaluator)) if v is not None})
-    policy_default = _policy_default(policy_cls, policy_user, workers)
-    buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
-                           'replay_buffer', 'naive')
-    policy_default.setdefault('other', EasyDict()).replay_buffer = BUFFER_REGISTRY.get(buffer_type).default_config()
-    policy = merge_strict(policy_default, policy_user, 'policy')
-    policy.type = policy_type
-    policy.other.replay_buffer.type = buffer_type
-    policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
-    cfg = EasyDict(exp_name=main_cfg.get('exp_name', 'default_experiment'), seed=seed, policy=policy,
+    policy = _compile_policy(main_cfg.get('policy', EasyDict()), create_cfg,
+                             dict(learner=learner, collector=collector, evaluator=evaluator))
+    seed = main_cfg.get('seed', 0) if seed is None else seed
+    cfg = EasyDict(exp_name=main_cfg.get('exp_name', 'default_experiment'), seed=int(seed), policy=policy,
                    env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg))
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
             evaluator_cfg[key] = cfg.env.get(env_key)
-    cfg.create_config = _create_part(create_cfg, cfg)
+    cfg.create_config = EasyDict(
+        env=dict(type=cfg.env.type), env_manager=dict(type=cfg.env.manager.type), policy=dict(type=policy.type),
+        replay_buffer=dict(type=policy.other.replay_buffer.type), import_names=sorted(set(imported)))
     if save_cfg and renew_dir and os.path.exists(os.path.join(cfg.exp_name, save_path)):
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:
@@ -221,11 +248,33 @@ def compile_config(
     return cfg
 
 
+def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, type | None]) -> EasyDict:
+    policy_type = _type_of(create_cfg, policy_user, 'policy')
+    if policy_type is None:
+        raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
+    policy_default = _policy_default(POLICY_REGISTRY.get(policy_type), policy_user,
+                                     _worker_classes(policy_user, overrides))
+    buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
+                           'replay_buffer', 'naive')
+    policy_default.setdefault('other', EasyDict()).replay_buffer = BUFFER_REGISTRY.get(buffer_type).default_config()
+    policy = merge_strict(policy_default, policy_user, 'policy')
+    policy.type = policy_type
+    policy.other.replay_buffer.type = buffer_type
+    policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
+    if policy.other.replay_buffer.get('device'):
+        policy.other.replay_buffer.device = resolve_device(False, policy.other.replay_buffer.device)
+    return policy
+
+
 def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     env_type = _type_of(create_cfg, env_user, 'env')
     env = EasyDict(ENV_REGISTRY.get(env_type).default_config()) if env_type else EasyDict()
     env.update(copy.deepcopy(env_user))
     manager_type = _type_of(create_cfg, env.get('manager') or {}, 'env_manager', 'base')
+    if manager_type == 'subprocess' and manager_type not in ENV_MANAGER_REGISTRY:
+        warnings.warn("env_manager 'subprocess' is not available yet: the envs run in this process ('base')",
+                      ConfigWarning, stacklevel=3)
+        manager_type = 'base'
     if manager_type in ENV_MANAGER_REGISTRY:
         manager = EasyDict(ENV_MANAGER_REGISTRY.get(manager_type).default_config())
         env.manager = merge_strict(manager, env.get('manager') or {}, 'env.manager')
@@ -235,43 +284,30 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     return env
 
 
-def _create_part(create_cfg: dict, cfg: EasyDict) -> EasyDict:
-    names = sorted({n for part in create_cfg.values() if isinstance(part, dict) for n in part.get('import_names', [])}
-                   | set(create_cfg.get('import_names', [])))
-    return EasyDict(
-        env=dict(type=cfg.env.type), env_manager=dict(type=cfg.env.manager.type), policy=dict(type=cfg.policy.type),
-        replay_buffer=dict(type=cfg.policy.other.replay_buffer.type), import_names=names,
-    )
-
-
 def save_config(cfg: dict, path: str) -> None:
     """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic)."""
-    main = {k: v for k, v in cfg.items() if k != 'create_config'}
-    create = cfg.get('create_config') or {}
+    main = _plain({k: v for k, v in cfg.items() if k != 'create_config'}, 'main_config')
+    create = _plain(cfg.get('create_config') or {}, 'create_config')
     text = ('"""Compiled by ding_lite.compile_config; re-run with: ding_lite -m serial -c THIS_FILE"""\n'
-            f"main_config = {_to_source(main, 'main_config')}\n\ncreate_config = {_to_source(create, 'create_config')}\n")
+            'from math import inf, nan  # noqa: F401 (non-finite values print as inf / nan)\n\n'
+            f"main_config = {pprint.pformat(main, width=110, sort_dicts=False)}\n\n"
+            f"create_config = {pprint.pformat(create, width=110, sort_dicts=False)}\n")
     atomic_write_text(path, text)
 
 
-def _to_source(obj: Any, path: str, indent: int = 0) -> str:
-    pad, inner = '    ' * indent, '    ' * (indent + 1)
+def _plain(obj: Any, path: str) -> Any:
+    """``obj`` as plain dicts, lists and Python scalars, so that its ``repr`` is valid source."""
     if isinstance(obj, dict):
-        if not obj:
-            return 'dict()'
-        items = [f"{inner}{k!r}: {_to_source(v, f'{path}.{k}', indent + 1)}," for k, v in obj.items()]
-        return '{\n' + '\n'.join(items) + f'\n{pad}}}'
+        return {k: _plain(v, f'{path}.{k}') for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        body = ', '.join(_to_source(v, f'{path}[{i}]', indent + 1) for i, v in enumerate(obj))
-        return f'[{body}]' if isinstance(obj, list) else f"({body}{',' if len(obj) == 1 else ''})"
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return f"float({str(obj)!r})"
+        return type(obj)(_plain(v, f'{path}[{i}]') for i, v in enumerate(obj))
     if obj is None or isinstance(obj, (bool, int, float, str)):
-        return repr(obj)
+        return obj
     if hasattr(obj, 'item') and getattr(obj, 'ndim', 1) == 0:  # numpy / torch scalars
-        return repr(obj.item())
+        return obj.item()
     raise ConfigError(f"config value at {path!r} cannot be saved as Python source: {obj!r} ({type(obj).__name__}); "
                       f"use plain numbers, strings, lists and dicts")
 
 
-__all__ = ['ConfigError', 'read_config', 'compile_config', 'save_config', 'merge_strict', 'deep_merge',
-           'class_default_config']
+__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'read_config', 'compile_config', 'save_config',
+           'merge_strict', 'deep_merge', 'class_default_config']

@@ -41,9 +41,12 @@ def did_you_mean(name: str, choices: Iterable[str], prefix: str = '') -> str:
 
 
 class Registry:
-    """A name -> class (or function) table filled by ``@REGISTRY.register(name)``."""
+    """A name -> class (or function) table filled by ``@REGISTRY.register(name)``.
 
-    def __init__(self, kind: str, builtin_module: str | None = None) -> None:
+    ``kind`` only names the entries in error messages; ``Registry()`` works as DI-engine's does.
+    """
+
+    def __init__(self, kind: str = 'entry', builtin_module: str | None = None) -> None:
         self.kind = kind
         self._builtin_module = builtin_module  # imported on the first miss, so built-ins need no import by hand
         self._table: dict[str, Any] = {}
@@ -81,6 +84,13 @@ class Registry:
         self.load_builtins()
         return sorted(self._table)
 
+    def query(self) -> list[str]:
+        """The registered names (DI-engine's name for ``keys``)."""
+        return self.keys()
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
     def __contains__(self, name: object) -> bool:
         if name not in self._table:
             self.load_builtins()
@@ -97,8 +107,11 @@ ENV_MANAGER_REGISTRY = Registry('env_manager', 'envs')
 BUFFER_REGISTRY = Registry('buffer', 'ding_lite.data')
 WRAPPER_REGISTRY = Registry('wrapper', 'ding_lite.model')
 SERIAL_COLLECTOR_REGISTRY = Registry('serial_collector', 'ding_lite.worker')
+SERIAL_EVALUATOR_REGISTRY = Registry('serial_evaluator', 'ding_lite.worker')
+LEARNER_REGISTRY = Registry('learner', 'ding_lite.worker')
 
 __all__ = [
     'Registry', 'POLICY_REGISTRY', 'MODEL_REGISTRY', 'ENV_REGISTRY', 'ENV_MANAGER_REGISTRY', 'BUFFER_REGISTRY',
-    'WRAPPER_REGISTRY', 'SERIAL_COLLECTOR_REGISTRY', 'import_names', 'load_plugins', 'did_you_mean',
+    'WRAPPER_REGISTRY', 'SERIAL_COLLECTOR_REGISTRY', 'SERIAL_EVALUATOR_REGISTRY', 'LEARNER_REGISTRY', 'import_names',
+    'load_plugins', 'did_you_mean',
 ]

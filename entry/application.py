@@ -8,10 +8,10 @@ from ding_lite.data import save_demo
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
 from policy_zoo import create_policy
-from .utils import build_envs, check_spaces, compile_input
+from .utils import build_envs, check_spaces, compile_input, expert_mode
 
 
-def eval(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None = None,  # noqa: A001 (DI-engine name)
+def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001
          model: nn.Module | None = None, state_dict: dict | None = None, load_path: str | None = None) -> float:
     """Run the config's evaluation episodes with weights from ``state_dict`` or the checkpoint ``load_path``.
 
@@ -33,35 +33,42 @@ def eval(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None 
     return info['return_mean']
 
 
-def collect_demo_data(input_cfg: str | tuple | list, seed: int, collect_count: int, expert_data_path: str,
-                      env_setting: list | None = None, model: nn.Module | None = None, state_dict: dict | None = None,
+def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_count: int,
+                      expert_data_path: str | None = None, env_setting: list | None = None,
+                      model: nn.Module | None = None, state_dict: dict | None = None,
                       state_dict_path: str | None = None, deterministic: bool = True) -> dict:
     """Roll out a trained policy for ``collect_count`` transitions and write them to ``expert_data_path``.
 
-    ``deterministic`` acts with the eval mode (e.g. SAC's tanh(mean)); otherwise with the collect mode's sampling.
-    Returns the file header (fields, env id, count, episode-return statistics).
+    As DI-engine, the path defaults to ``policy.collect.save_path`` and the expert's checkpoint to
+    ``policy.collect.state_dict_path`` or ``policy.learn.learner.load_path``. The expert acts greedily /
+    deterministically (its eval mode); ``deterministic=False`` samples from its distribution with no exploration
+    schedule. Returns the file header (fields, env id, count, episode-return statistics).
     """
     if collect_count <= 0:
         raise ValueError(f"collect_count must be positive, got {collect_count}")
     cfg = compile_input(input_cfg, seed, save_cfg=False)
+    expert_data_path = expert_data_path or cfg.policy.collect.get('save_path')
+    if not expert_data_path:
+        raise ValueError("collect_demo_data needs expert_data_path (or policy.collect.save_path in the config)")
+    if state_dict is None:
+        state_dict_path = (state_dict_path or cfg.policy.collect.get('state_dict_path')
+                           or cfg.policy.learn.learner.get('load_path'))
+        if not state_dict_path:
+            raise ValueError("collect_demo_data needs the expert's weights: state_dict, state_dict_path, or "
+                             "policy.collect.state_dict_path in the config")
     collector_env, _ = build_envs(cfg, env_setting)
     check_spaces(collector_env, cfg.policy)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=['collect', 'eval'])
-    if state_dict is None and state_dict_path is None:
-        raise ValueError("collect_demo_data needs the expert's weights: state_dict or state_dict_path")
-    mode = policy.collect_mode
-    _load_weights(mode, cfg, state_dict, state_dict_path)
-    if deterministic:
-        mode.forward = policy.eval_mode.forward
-    collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, mode, exp_name=cfg.exp_name,
-                                      instance_name='demo_collector')
+    _load_weights(policy.collect_mode, cfg, state_dict, state_dict_path)
+    collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, expert_mode(policy, deterministic),
+                                      exp_name=cfg.exp_name, instance_name='demo_collector')
     env_id = getattr(collector_env.env_ref, 'env_id', cfg.env.type)
     transitions = collector.collect(n_sample=collect_count)[:collect_count]
     collector.close()
     returns = [e['return'] for e in collector.finished_episodes]
     header = save_demo(expert_data_path, transitions, env_id=env_id,
-                       policy=cfg.policy.type, deterministic=deterministic, seed=seed, episodes=len(returns),
+                       policy=cfg.policy.type, deterministic=deterministic, seed=cfg.seed, episodes=len(returns),
                        return_mean=float(np.mean(returns)) if returns else float('nan'),
                        return_std=float(np.std(returns)) if returns else float('nan'))
     print(f"wrote {header['count']} transitions to {expert_data_path} ({len(returns)} complete episodes, "

@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='ding_lite', description='Train or evaluate a ding_lite config.')
     parser.add_argument('-m', '--mode', required=True, choices=MODES, help='what to run')
     parser.add_argument('-c', '--config', required=True, help='config file (.py with main_config/create_config)')
-    parser.add_argument('-s', '--seed', type=int, default=0, help='random seed (default 0)')
+    parser.add_argument('-s', '--seed', type=int, default=None,
+                        help="random seed (default: the config's own seed, as a saved total_config.py records, else 0)")
     parser.add_argument('--max-env-step', type=_positive_int, default=int(1e10), help='stop after N env steps')
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
@@ -32,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                         'whose policy.collect.model_path checkpoint collects demonstrations online')
     parser.add_argument('--collect-count', type=_positive_int, default=None, help='transitions to collect')
     parser.add_argument('--demo-sampled', action='store_true',
-                        help='collect_demo with the collect mode\'s sampling instead of deterministic actions')
+                        help="collect_demo sampling from the expert's distribution (no exploration schedule) "
+                             "instead of its deterministic actions")
     return parser
 
 

@@ -1,24 +1,25 @@
 """The serial off-policy pipeline: collect, store, learn, evaluate, until the stop value or a limit."""
 from __future__ import annotations
 
-import sys
+import contextlib
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from easydict import EasyDict
 from torch import nn
+from tqdm import tqdm
 
 from ding_lite.config import ConfigError
-from ding_lite.data import Batch, ReplayBuffer, demo_buffer
+from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
-from .utils import build_envs, check_spaces, compile_input, mixed_sampler, random_collect
+from .utils import build_envs, check_spaces, compile_input, random_collect
 
 
-def serial_pipeline(input_cfg: str | tuple | list, seed: int = 0, env_setting: list | None = None,
+def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
                     model: nn.Module | None = None, max_train_iter: int = int(1e10),
                     max_env_step: int = int(1e10)) -> Policy:
     """Train the config's policy serially; returns the trained policy (DI-engine's signature).
@@ -26,17 +27,19 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int = 0, env_setting: l
     ``input_cfg`` is a config file path or a ``(main_config, create_config)`` pair; ``env_setting`` an optional
     ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)`` replacing the registered env. With
     ``policy.other.offline_buffer.path`` set, each batch mixes that file's transitions (real rewards) at ``ratio``.
+    ``seed`` None runs the config's own seed (a saved ``total_config.py`` records it), else 0.
     """
     cfg = compile_input(input_cfg, seed)
-    run = build_serial(cfg, env_setting, model)
-    sample = run.buffer.sample
     offline = cfg.policy.other.offline_buffer
-    if offline.path:
-        if not 0 < offline.ratio < 1:
-            raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
-        sample = mixed_sampler([(run.buffer, 1 - offline.ratio), (load_demo_buffer(cfg, run, offline.path),
-                                                                    offline.ratio)])
-    train_serial(cfg, run, sample, max_train_iter, max_env_step)
+    if offline.path and not 0 < offline.ratio < 1:
+        raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
+    run = build_serial(cfg, env_setting, model)
+    with closing(run):
+        sample = run.buffer.sample
+        if offline.path:
+            sample = mixed_sampler([(run.buffer, 1 - offline.ratio),
+                                    (load_demo_buffer(cfg, run, offline.path), offline.ratio)])
+        train_serial(cfg, run, sample, max_train_iter, max_env_step)
     return run.policy
 
 
@@ -48,28 +51,39 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     policy = create_policy(cfg.policy, model=model)
     tb_logger = build_tb_logger(cfg.exp_name)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
+    collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
+                                       **kwargs)
+    evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     return SimpleNamespace(
-        policy=policy, tb_logger=tb_logger, collector_env=collector_env,
+        policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector, evaluator=evaluator,
         learner=BaseLearner(cfg.policy.learn.learner, policy.learn_mode, **kwargs),
-        collector=create_serial_collector(cfg.policy.collect.collector, env=collector_env,
-                                          policy=policy.collect_mode, **kwargs),
-        evaluator=InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs),
         buffer=BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer, **kwargs),
+        closables=[collector, evaluator, tb_logger],
     )
 
 
+@contextlib.contextmanager
+def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
+    """Close every env, worker and logger of ``run`` (``run.closables``) however the block ends."""
+    try:
+        yield run
+    finally:
+        for closable in run.closables:
+            closable.close()
+
+
 def load_demo_buffer(cfg: EasyDict, run: SimpleNamespace, path: str) -> ReplayBuffer:
-    """The demonstrations of ``path``, checked against this run's env and model."""
+    """The demonstrations of ``path`` on the replay buffer's device, checked against this run's env and model."""
     if cfg.policy.priority:
         raise ConfigError("policy.priority=True cannot be combined with demonstration batches; set it to False")
     env_id = getattr(run.collector_env.env_ref, 'env_id', None)
     discrete = get_policy_cls(cfg.policy).action_space_type == 'discrete'
-    return demo_buffer(path, ReplayBuffer, cfg.policy, env_id, discrete)
+    return demo_buffer(path, ReplayBuffer, cfg.policy, env_id, discrete, device=str(run.buffer.device))
 
 
 def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
                  max_env_step: int, after_collect: Callable[[], None] | None = None) -> None:
-    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint, summarise, close."""
+    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise."""
     learner, collector, evaluator = run.learner, run.collector, run.evaluator
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
@@ -99,35 +113,13 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
                 break
     learner.call_hook('after_run')
     _summarise(cfg, learner, collector, evaluator)
-    for closable in (collector, evaluator, run.tb_logger):
-        closable.close()
 
 
-class _NoBar:
-    """Stands in for tqdm when stderr is not a terminal."""
-
-    n = 0
-
-    def update(self, n: int) -> None:
-        self.n += n
-
-    def set_postfix(self, **kwargs: Any) -> None:
-        pass
-
-    def __enter__(self) -> '_NoBar':
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-
-def _progress(cfg: EasyDict, collector: Any, max_env_step: int) -> Any:
-    """A tqdm bar of env steps (with the last eval return) on a terminal; a silent stand-in otherwise."""
-    if not sys.stderr.isatty():
-        return _NoBar()
-    from tqdm import tqdm
+def _progress(cfg: EasyDict, collector: Any, max_env_step: int) -> tqdm:
+    """A bar of env steps with the last eval return; silent when stderr is not a terminal (``disable=None``)."""
     total = max_env_step if max_env_step < int(1e10) else None
-    return tqdm(total=total, initial=collector.envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True)
+    return tqdm(total=total, initial=collector.envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True,
+                disable=None)
 
 
 def _summarise(cfg: EasyDict, learner: BaseLearner, collector: Any, evaluator: InteractionSerialEvaluator) -> None:

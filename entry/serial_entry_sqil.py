@@ -2,48 +2,64 @@
 half demonstrations with reward 1, in every learn batch."""
 from __future__ import annotations
 
+import warnings
+from types import SimpleNamespace
+from typing import Callable
+
+from easydict import EasyDict
 from torch import nn
 
-from ding_lite.config import ConfigError
-from ding_lite.data import ReplayBuffer
+from ding_lite.config import ConfigError, ConfigWarning
+from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy, create_policy
-from .serial_entry import build_serial, load_demo_buffer, train_serial
-from .utils import build_envs, compile_input, mixed_sampler
+from .serial_entry import build_serial, closing, load_demo_buffer, train_serial
+from .utils import build_envs, compile_input, expert_mode
 
 
-def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None, seed: int = 0,
-                         expert_data_path: str | None = None, env_setting: list | None = None,
-                         model: nn.Module | None = None, expert_model: nn.Module | None = None,
-                         max_train_iter: int = int(1e10), max_env_step: int = int(1e10)) -> Policy:
+def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
+                         seed: int | None = None, expert_data_path: str | None = None,
+                         env_setting: list | None = None, model: nn.Module | None = None,
+                         expert_model: nn.Module | None = None, max_train_iter: int = int(1e10),
+                         max_env_step: int = int(1e10)) -> Policy:
     """Train with SQIL batches; demonstrations come from ``expert_data_path`` (a ``collect_demo_data`` file,
-    preferred) or from an expert policy collecting online (``expert_cfg`` with ``policy.collect.model_path``)."""
+    preferred) or from an expert policy acting greedily beside the agent (DI-engine's way: ``expert_cfg``, with
+    the checkpoint at ``policy.collect.model_path`` of this config or of the expert config)."""
     if (expert_data_path is None) == (expert_cfg is None):
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
     cfg = compile_input(input_cfg, seed)
     run = build_serial(cfg, env_setting, model)
-    after_collect = None
-    if expert_data_path is not None:
-        demos = load_demo_buffer(cfg, run, expert_data_path)
-    else:
-        demos, after_collect = _online_expert(expert_cfg, seed, cfg.policy.collect.n_sample, expert_model,
-                                              cfg.policy.other.replay_buffer.replay_buffer_size)
-    sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
-    train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
+    with closing(run):
+        if expert_data_path is not None:
+            demos, after_collect = load_demo_buffer(cfg, run, expert_data_path), None
+            if cfg.policy.get('expert_random_collect_size'):
+                warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
+                              ConfigWarning, stacklevel=2)
+        else:
+            demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run)
+        sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
+        train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
 
 
-def _online_expert(expert_cfg: str | tuple | list, seed: int, n_sample: int, model: nn.Module | None,
-                   size: int) -> tuple[ReplayBuffer, object]:
-    """DI-engine's way: a trained expert collects ``n_sample`` transitions beside the agent at every step."""
-    cfg = compile_input(expert_cfg, seed, save_cfg=False)
-    if not cfg.policy.collect.model_path:
-        raise ConfigError("the expert config needs policy.collect.model_path (the expert's checkpoint)")
-    expert = create_policy(cfg.policy, model=model, enable_field=['collect'])
-    expert.collect_mode.load_state_dict(load_checkpoint(cfg.policy.collect.model_path))
-    env, _ = build_envs(cfg, collect=True)
-    collector = create_serial_collector(cfg.policy.collect.collector, env=env, policy=expert.collect_mode,
+def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Module | None,
+                   run: SimpleNamespace) -> tuple[ReplayBuffer, Callable[[], None]]:
+    """A trained expert acting greedily beside the agent: ``n_sample`` transitions per agent collect, after
+    ``expert_random_collect_size`` up front. Returns the demonstration buffer and the per-collect callback."""
+    expert = compile_input(expert_cfg, cfg.seed, save_cfg=False)
+    model_path = cfg.policy.collect.model_path or expert.policy.collect.model_path  # DI-engine reads the first
+    if not model_path:
+        raise ConfigError("the online SQIL expert needs its checkpoint: set policy.collect.model_path (in the SQIL "
+                          "config, where DI-engine reads it, or in the expert config)")
+    policy = create_policy(expert.policy, model=model, enable_field=['collect', 'eval'])
+    policy.collect_mode.load_state_dict(load_checkpoint(model_path))
+    env, _ = build_envs(expert, collect=True)
+    collector = create_serial_collector(expert.policy.collect.collector, env=env, policy=expert_mode(policy),
                                         exp_name=cfg.exp_name, instance_name='expert_collector')
-    demos = ReplayBuffer({'replay_buffer_size': size})
-    return demos, lambda: demos.push(collector.collect(n_sample))
+    run.closables.append(collector)
+    demos = ReplayBuffer({'replay_buffer_size': cfg.policy.other.replay_buffer.replay_buffer_size,
+                          'device': str(run.buffer.device)})
+    if cfg.policy.get('expert_random_collect_size'):
+        demos.push(collector.collect(cfg.policy.expert_random_collect_size))
+    return demos, lambda: demos.push(collector.collect(cfg.policy.collect.n_sample))

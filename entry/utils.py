@@ -4,21 +4,19 @@ from __future__ import annotations
 import math
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium as gym
 import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, compile_config, read_config
-from ding_lite.data import Batch
-from ding_lite.data.collate import make_batch
 from envs import create_env_manager, get_vec_env_setting
-from policy_zoo import get_policy_cls
+from policy_zoo import Policy, get_policy_cls
 
 
-def compile_input(input_cfg: str | tuple | list, seed: int, **kwargs: Any) -> EasyDict:
-    """Compile a config file path or a ``(main_config, create_config)`` pair."""
+def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
+    """Compile a config file path or a ``(main_config, create_config)`` pair (``seed`` None: the config's own)."""
     if isinstance(input_cfg, str):
         input_cfg = read_config(input_cfg)
     if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
@@ -37,29 +35,6 @@ def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = T
         collector_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_cfgs])
         collector_env.seed(cfg.seed)
     return collector_env, evaluator_env
-
-
-TRANSITION_FIELDS = ('obs', 'action', 'reward', 'next_obs', 'done')
-
-
-def mixed_sampler(sources: list[tuple[Any, float]],
-                  rewards: tuple[float, ...] | None = None) -> Callable[[int], Batch | None]:
-    """``sample(n)`` drawing from each buffer its share of ``n`` (the first gets the rounding), concatenated in order.
-
-    With ``rewards``, source i's rewards are replaced by ``rewards[i]`` (SQIL's 0 for agent data, 1 for
-    demonstrations). Returns None while a source holds fewer transitions than its share.
-    """
-    def sample(n: int) -> Batch | None:
-        counts = [round(n * share) for _, share in sources[1:]]
-        counts.insert(0, n - sum(counts))
-        if any(buffer.count() < k for (buffer, _), k in zip(sources, counts)):
-            return None
-        parts = [buffer.sample(k) for (buffer, _), k in zip(sources, counts)]
-        fields = {f: torch.cat([part[f] for part in parts]) for f in TRANSITION_FIELDS}
-        if rewards is not None:
-            fields['reward'] = torch.cat([torch.full_like(part.reward, r) for part, r in zip(parts, rewards)])
-        return make_batch(fields)
-    return sample
 
 
 def _flat(shape: Any) -> int | None:
@@ -108,3 +83,13 @@ def random_collect(policy_cfg: EasyDict, collector: Any, collect_policy: SimpleN
     collector.reset_policy(RandomCollectPolicy(collect_policy, action_space, seed))
     buffer.push(collector.collect(n_sample=policy_cfg.random_collect_size, train_iter=0))
     collector.reset_policy(collect_policy)
+
+
+def expert_mode(policy: Policy, deterministic: bool = True) -> SimpleNamespace:
+    """A collect mode that acts as an expert: greedy / deterministic (the eval mode's actions), or, without
+    ``deterministic``, sampled from the policy's own distribution with no exploration schedule (eps 0)."""
+    collect = policy.collect_mode
+    if deterministic:
+        return SimpleNamespace(**dict(vars(collect), forward=policy.eval_mode.forward, reset=policy.eval_mode.reset))
+    kwargs = type(policy).plain_sample_kwargs
+    return SimpleNamespace(**dict(vars(collect), forward=lambda data, **kw: collect.forward(data, **{**kw, **kwargs})))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .base_env import BaseEnv, BaseEnvTimestep
 from .env_manager import BaseEnvManager, create_env_manager, get_vec_env_setting
-from .gymnasium_env import CartPoleEnv, GymnasiumEnv, PendulumEnv
+from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 
-__all__ = ['BaseEnv', 'BaseEnvTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'BaseEnvManager',
+__all__ = ['BaseEnv', 'BaseEnvTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'LunarLanderEnv',
+           'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager',
            'create_env_manager', 'get_vec_env_setting']

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from easydict import EasyDict
 
-from ding_lite.config import class_default_config
+from ding_lite.utils.default_config import class_default_config
 
 
 class BaseEnvTimestep(NamedTuple):

@@ -5,8 +5,8 @@ from typing import Any, Callable
 
 from easydict import EasyDict
 
-from ding_lite.config import class_default_config
 from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
+from ding_lite.utils.default_config import class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvTimestep
 
 
@@ -28,7 +28,7 @@ class BaseEnvManager:
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
         if not env_fn:
             raise ValueError("an env manager needs at least one env_fn")
-        self._cfg = EasyDict(self.default_config(), **(cfg or {}))
+        self._cfg = with_defaults(type(self), cfg)
         self._env_fn = list(env_fn)
         self.env_num = len(self._env_fn)
         self._envs: list[BaseEnv] = []
@@ -44,7 +44,11 @@ class BaseEnvManager:
         self.reset(reset_param)
 
     def seed(self, seed: int | list[int], dynamic_seed: bool = True) -> None:
-        """Env i gets ``seed + i`` (or ``seed[i]``); applied now if launched, else at launch."""
+        """Env i gets ``seed + i`` (or ``seed[i]``); applied now if launched, else at launch.
+
+        Without ``dynamic_seed`` (evaluation), env i's k-th episode since ``reset`` starts from seed
+        ``seed[i] + k * env_num``: every episode of an evaluation is distinct, and each evaluation the same.
+        """
         self._seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed + i for i in range(self.env_num)]
         self._dynamic_seed = dynamic_seed
         for i, env in enumerate(self._envs):
@@ -60,6 +64,8 @@ class BaseEnvManager:
         self._ready_obs = {i: self._reset_env(i) for i in range(self.env_num)}
 
     def _reset_env(self, env_id: int) -> Any:
+        if self._seeds is not None and not self._dynamic_seed:
+            self._envs[env_id].seed(self._episode_seed(env_id), False)
         for attempt in range(self._cfg.max_retry + 1):
             try:
                 return self._envs[env_id].reset()
@@ -76,7 +82,12 @@ class BaseEnvManager:
             pass
         self._envs[env_id] = self._env_fn[env_id]()
         if self._seeds is not None:
-            self._envs[env_id].seed(self._seeds[env_id], self._dynamic_seed)
+            self._envs[env_id].seed(self._episode_seed(env_id), self._dynamic_seed)
+
+    def _episode_seed(self, env_id: int) -> int:
+        if self._dynamic_seed:
+            return self._seeds[env_id]
+        return self._seeds[env_id] + self._episode_count[env_id] * self.env_num
 
     @property
     def ready_obs(self) -> dict[int, Any]:

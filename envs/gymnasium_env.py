@@ -1,6 +1,7 @@
 """Adapter from any gymnasium env to ``BaseEnv``."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gymnasium as gym
@@ -9,6 +10,24 @@ from easydict import EasyDict
 
 from ding_lite.registry import ENV_REGISTRY
 from .base_env import BaseEnv, BaseEnvTimestep
+
+
+_MUJOCO_V5 = ('HalfCheetah', 'Hopper', 'Walker2d', 'Swimmer', 'Reacher', 'Pusher', 'InvertedPendulum',
+              'InvertedDoublePendulum')
+# DI-engine's gym-era ids -> (installed gymnasium id, make kwargs). MuJoCo v2/v3 need mujoco-py; Ant and Humanoid
+# map to v4, the last version with v3's observation size (Ant 111, Humanoid 376).
+GYM_ERA_IDS: dict[str, tuple[str, dict]] = {
+    'Pendulum-v0': ('Pendulum-v1', {}),
+    'LunarLander-v2': ('LunarLander-v3', {}),
+    'LunarLanderContinuous-v2': ('LunarLanderContinuous-v3', {}),
+    'BipedalWalker-v2': ('BipedalWalker-v3', {}),
+    'BipedalWalkerHardcore-v2': ('BipedalWalkerHardcore-v3', {}),
+    **{f'{name}-v{v}': (f'{name}-v5', {}) for name in _MUJOCO_V5 for v in (2, 3)},
+    **{f'Ant-v{v}': ('Ant-v4', {'use_contact_forces': True}) for v in (2, 3)},
+    **{f'{name}-v{v}': (f'{name}-v4', {}) for name in ('Humanoid', 'HumanoidStandup') for v in (2, 3)},
+}
+_logged_ids: set[str] = set()
+logger = logging.getLogger(__name__)
 
 
 @ENV_REGISTRY.register('gymnasium')
@@ -20,6 +39,7 @@ class GymnasiumEnv(BaseEnv):
     episode starts from the same seed (DI-engine's evaluator convention).
     """
 
+    map_gym_era_ids = False  # DI-engine's env types run DI-engine's gym-era ids on their gymnasium versions
     config = dict(
         env_id=None,
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
@@ -30,10 +50,18 @@ class GymnasiumEnv(BaseEnv):
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
         if not self._cfg.env_id:
             raise ValueError(f"{type(self).__name__} needs env.env_id (a gymnasium id such as 'Pendulum-v1')")
+        env_id, kwargs = self._cfg.env_id, dict(self._cfg.env_kwargs or {})
+        if self.map_gym_era_ids and env_id in GYM_ERA_IDS:
+            env_id, era_kwargs = GYM_ERA_IDS[env_id]
+            kwargs = {**era_kwargs, **kwargs}
+            if self._cfg.env_id not in _logged_ids:
+                _logged_ids.add(self._cfg.env_id)
+                logger.warning(f"env_id {self._cfg.env_id!r} (gym era) runs as gymnasium's {env_id!r} {kwargs or ''}")
+        self._gym_id = env_id
         try:
-            self._env = gym.make(self._cfg.env_id, **(self._cfg.env_kwargs or {}))
-        except gym.error.Error as error:
-            raise ValueError(f"cannot make gymnasium env {self._cfg.env_id!r}: {error}") from error
+            self._env = gym.make(env_id, **kwargs)
+        except (gym.error.Error, ImportError, TypeError) as error:
+            raise ValueError(f"cannot make gymnasium env {env_id!r}: {error}") from error
         space = self._env.action_space
         self._scale = bool(self._cfg.act_scale) and isinstance(space, gym.spaces.Box)
         self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scale else space
@@ -62,7 +90,11 @@ class GymnasiumEnv(BaseEnv):
         info = dict(info, **{'TimeLimit.truncated': bool(truncated and not terminated)})
         if done:
             info['eval_episode_return'] = self._episode_return
-        return BaseEnvTimestep(self._obs(obs), np.float32(reward), done, info)
+        return BaseEnvTimestep(self._obs(obs), np.float32(self._train_reward(reward)), done, info)
+
+    def _train_reward(self, reward: float) -> float:
+        """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""
+        return reward
 
     def _action(self, action: Any) -> Any:
         action = np.asarray(action.cpu() if hasattr(action, 'cpu') else action)
@@ -100,7 +132,8 @@ class GymnasiumEnv(BaseEnv):
 
     @property
     def env_id(self) -> str:
-        return self._cfg.env_id
+        """The gymnasium id that runs (after any gym-era mapping)."""
+        return self._gym_id
 
     def __repr__(self) -> str:
         return f"GymnasiumEnv({self._cfg.env_id!r})"
@@ -110,6 +143,7 @@ class GymnasiumEnv(BaseEnv):
 class PendulumEnv(GymnasiumEnv):
     """Pendulum-v1 (200-step episodes, truncated by time limit only)."""
 
+    map_gym_era_ids = True
     config = dict(env_id='Pendulum-v1')
 
 
@@ -117,4 +151,38 @@ class PendulumEnv(GymnasiumEnv):
 class CartPoleEnv(GymnasiumEnv):
     """CartPole-v1 (terminates on failure, truncated at 500 steps)."""
 
+    map_gym_era_ids = True
     config = dict(env_id='CartPole-v1')
+
+
+@ENV_REGISTRY.register('lunarlander')
+class LunarLanderEnv(GymnasiumEnv):
+    """DI-engine's ``lunarlander`` type: LunarLander-v3 (Discrete(4)), or ``env_id='LunarLanderContinuous-v3'``."""
+
+    map_gym_era_ids = True
+    config = dict(env_id='LunarLander-v3')
+
+
+@ENV_REGISTRY.register('bipedalwalker')
+class BipedalWalkerEnv(GymnasiumEnv):
+    """DI-engine's ``bipedalwalker`` type: BipedalWalker-v3, optionally with DI-engine's reward clip."""
+
+    map_gym_era_ids = True
+    config = dict(env_id='BipedalWalker-v3', rew_clip=False)  # True: the -100 fall penalty is learned as -10
+
+    def _train_reward(self, reward: float) -> float:
+        return max(-10.0, reward) if self._cfg.rew_clip else reward
+
+
+@ENV_REGISTRY.register('mujoco')
+class MujocoEnv(GymnasiumEnv):
+    """DI-engine's ``mujoco`` type: a gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant/Humanoid on v4)."""
+
+    map_gym_era_ids = True
+    config = dict(norm_obs=dict(use_norm=False), norm_reward=dict(use_norm=False))  # DI-engine's keys; off only
+
+    def __init__(self, cfg: dict | None = None) -> None:
+        super().__init__(cfg)
+        for key in ('norm_obs', 'norm_reward'):
+            if (self._cfg.get(key) or {}).get('use_norm'):
+                raise ValueError(f"env.{key}.use_norm=True is not supported by the mujoco env; set it to False")

@@ -9,9 +9,9 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.config import class_default_config
+from ding_lite.utils.default_config import class_default_config
 from ding_lite.data import default_collate
-from ding_lite.model import model_wrap
+from ding_lite.model import NoValidActionError, model_wrap
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
 from ding_lite.utils import resolve_device
@@ -28,6 +28,8 @@ class Policy:
     action_space_type: ClassVar[str] = 'continuous'  # or 'discrete': checked against the env at start-up
     collect_wrapper: ClassVar[str] = 'base'
     eval_wrapper: ClassVar[str] = 'base'
+    # collect-mode kwargs that sample from the policy's own distribution, without any exploration schedule
+    plain_sample_kwargs: ClassVar[dict[str, Any]] = {}
     config = dict(
         type=None,
         cuda=False,
@@ -110,11 +112,15 @@ class Policy:
 
     @torch.no_grad()
     def _act(self, model: Any, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
-        """Stack the envs' observations once, run the model once, split the outputs back by env id."""
+        """Stack the envs' observations once, run the model once (in eval mode), split the outputs by env id."""
         env_ids = list(data)
         obs = default_collate(list(data.values()))
         obs = obs.to(self._device)
-        output = model.forward(obs, mode='compute_actor', **kwargs)
+        model.eval()
+        try:
+            output = model.forward(obs, mode='compute_actor', **kwargs)
+        except NoValidActionError as error:
+            raise NoValidActionError(error.rows, [env_ids[row] for row in error.rows]) from None
         keys = ['action', 'logit'] if self._cfg.collect.get('collector_logit') else ['action']
         fields = {k: output[k].cpu() for k in keys if isinstance(output.get(k), Tensor)}
         return {env_id: {k: v[i] for k, v in fields.items()} for i, env_id in enumerate(env_ids)}

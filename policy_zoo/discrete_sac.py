@@ -25,6 +25,7 @@ class DiscreteSACPolicy(SACPolicy):
     action_space_type: ClassVar[str] = 'discrete'
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
+    plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
     config = dict(
         type='discrete_sac',
         random_collect_size=0,
@@ -45,6 +46,13 @@ class DiscreteSACPolicy(SACPolicy):
             eps = self._eps_fn(self._collect_envstep)
         self._collect_envstep += len(data)
         return super()._forward_collect(data, eps=eps, **kwargs)
+
+    def _state_dict_collect(self) -> dict[str, Any]:
+        return super()._state_dict_collect() | {'collect_envstep': self._collect_envstep}  # the eps clock
+
+    def _load_state_dict_collect(self, state: dict[str, Any]) -> None:
+        super()._load_state_dict_collect(state)
+        self._collect_envstep = int(state.get('collect_envstep', self._collect_envstep))
 
     def _log_pi(self, obs: Any) -> Tensor:
         output = self._learn_model.forward(obs, mode='compute_actor')
@@ -74,3 +82,7 @@ class DiscreteSACPolicy(SACPolicy):
     def _default_target_entropy(self) -> float:
         # ratio * log|A|. DI-engine's -|A| is below any categorical entropy (>= 0), so alpha only shrinks.
         return self._cfg.learn.target_entropy_ratio * math.log(self._model.action_size)
+
+
+# DI-engine's shipped lunarlander_discrete_sac_config.py names 'sac_discrete' (DI-engine's registry lacks it)
+POLICY_REGISTRY.register('sac_discrete', DiscreteSACPolicy)

@@ -5,7 +5,7 @@ import copy
 import pytest
 from easydict import EasyDict
 
-from ding_lite.config import class_default_config
+from ding_lite.utils.default_config import class_default_config
 from ding_lite.registry import ENV_REGISTRY, POLICY_REGISTRY
 
 

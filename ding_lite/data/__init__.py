@@ -1,10 +1,11 @@
 """Batches, collation and replay buffers."""
 from __future__ import annotations
 
-from .buffer import ReplayBuffer
+from .buffer import ReplayBuffer, create_buffer
 from .collate import Batch, default_collate, default_decollate
 from .demo import demo_buffer, load_demo, save_demo
+from .mixing import mixed_sampler
 from .prioritized import PrioritizedReplayBuffer
 
 __all__ = ['Batch', 'default_collate', 'default_decollate', 'ReplayBuffer', 'PrioritizedReplayBuffer',
-           'save_demo', 'load_demo', 'demo_buffer']
+           'create_buffer', 'save_demo', 'load_demo', 'demo_buffer', 'mixed_sampler']

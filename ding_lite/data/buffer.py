@@ -7,9 +7,10 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..config import class_default_config
-from ..registry import BUFFER_REGISTRY
+from ..registry import BUFFER_REGISTRY, import_names
 from ..utils.checkpoint import load_file, save_file
+from ..utils.default_config import class_default_config, with_defaults
+from ..utils.device import resolve_device
 from .collate import Batch, default_collate, flatten_batch, unflatten_batch
 
 BUFFER_FILE_VERSION = 1
@@ -30,18 +31,19 @@ class ReplayBuffer:
         return class_default_config(cls)
 
     def __init__(self, cfg: dict | None = None, tb_logger: Any = None, exp_name: str = 'default_experiment') -> None:
-        self._cfg = EasyDict(self.default_config(), **(cfg or {}))
+        self._cfg = with_defaults(type(self), cfg)
         self.size = int(self._cfg.replay_buffer_size)
         if self.size <= 0:
             raise ValueError(f"replay_buffer_size must be positive, got {self.size}")
-        self.device = torch.device(self._cfg.device or 'cpu')
+        self.device = torch.device(resolve_device(False, self._cfg.device))
         self._tb_logger, self._exp_name = tb_logger, exp_name
         self._storage: dict[tuple[str, ...], Tensor] = {}
         self._ptr = 0
         self._count = 0
 
-    def push(self, data: list[dict] | dict | Batch) -> None:
-        """Append a list of transitions or a batch (leading dim = transitions)."""
+    def push(self, data: list[dict] | dict | Batch, cur_collector_envstep: int = -1) -> None:
+        """Append a list of transitions or a batch (leading dim = transitions); the env step is DI-engine's and
+        unused."""
         if isinstance(data, (list, tuple)):
             if not data:
                 return
@@ -60,8 +62,9 @@ class ReplayBuffer:
         self._ptr = (self._ptr + n) % self.size
         self._count = min(self._count + n, self.size)
 
-    def sample(self, batch_size: int) -> Batch:
-        """``batch_size`` transitions drawn uniformly with replacement, as one collated batch."""
+    def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
+        """``batch_size`` transitions drawn uniformly with replacement, as one collated batch (the learner
+        iteration is DI-engine's and unused)."""
         self._check_can_sample(batch_size)
         index = torch.randint(self._count, (batch_size,), device=self.device)
         return self._gather(index)
@@ -132,6 +135,12 @@ class ReplayBuffer:
 
     def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
         """Restore ``_extra_state``; the newest ``kept`` entries now sit in slots ``0..kept-1``."""
+
+
+def create_buffer(cfg: dict, *args: Any, **kwargs: Any) -> ReplayBuffer:
+    """Build the registered buffer ``cfg.type`` (default ``'naive'``) after its ``import_names`` (DI-engine's)."""
+    import_names(cfg.get('import_names'))
+    return BUFFER_REGISTRY.build(cfg.get('type') or 'naive', cfg, *args, **kwargs)
 
 
 def _batch_len(flat: dict[tuple[str, ...], Tensor]) -> int:

@@ -12,14 +12,21 @@ from torch import Tensor
 with warnings.catch_warnings():  # treevalue registers itself with a deprecated torch pytree call
     warnings.simplefilter('ignore', FutureWarning)
     import treetensor.torch as ttorch
-    from treevalue.tree.common import create_storage
 
 Batch = ttorch.Tensor
 
 
-def make_batch(tree: dict) -> Batch:
-    """A ``Batch`` from a nested dict of tensors (via a tree storage: ``Batch(dict)`` formats every tensor)."""
-    return Batch(create_storage(tree))
+def make_batch(tree: dict | tuple) -> Batch:
+    """A ``Batch`` from a nested dict (or namedtuple: its fields become keys) of tensors, built node by node:
+    ``Batch(dict)`` formats every tensor, which costs milliseconds."""
+    batch = Batch({})
+    for key, value in (tree._asdict() if _is_namedtuple(tree) else tree).items():
+        setattr(batch, key, make_batch(value) if isinstance(value, dict) or _is_namedtuple(value) else value)
+    return batch
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(value, '_fields')
 
 
 def to_tensor(value: Any, path: str = 'data') -> Tensor:
@@ -31,6 +38,22 @@ def to_tensor(value: Any, path: str = 'data') -> Tensor:
     else:
         raise TypeError(f"cannot collate {path}: expected a tensor, numpy array or number, got {type(value).__name__}")
     return tensor.to(torch.get_default_dtype()) if tensor.dtype == torch.float64 else tensor
+
+
+def to_scalar(value: Any, what: str) -> float | int | bool:
+    """A one-element value (Python number, 0-d or shape-(1,) array or tensor) as a Python number.
+
+    Envs report reward, done and episode returns either way (gymnasium: scalars; DI-engine: shape (1,)).
+    """
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (Tensor, np.ndarray, np.generic)) and (value.numel() if isinstance(value, Tensor)
+                                                                 else value.size) == 1:
+        return value.item()
+    if isinstance(value, numbers.Number):
+        return value
+    shape = tuple(getattr(value, 'shape', ())) or type(value).__name__
+    raise ValueError(f"{what} must be a number or a one-element array, got {shape}")
 
 
 def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
@@ -53,7 +76,8 @@ def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
     if isinstance(first, (tuple, list)) and not isinstance(first, str):
         if any(len(item) != len(first) for item in batch):
             raise ValueError(f"cannot collate {path}: sequences of different lengths")
-        return type(first)(default_collate([item[i] for item in batch], f"{path}[{i}]") for i in range(len(first)))
+        return _same_sequence(first, [default_collate([item[i] for item in batch], f"{path}[{i}]")
+                                      for i in range(len(first))])
     if first is None or isinstance(first, str):
         return list(batch)
     fast = _stack_same_type(batch, path)
@@ -87,6 +111,11 @@ def _stack_same_type(batch: Sequence[Any], path: str) -> Tensor | None:
     return out.to(torch.get_default_dtype()) if out.dtype == torch.float64 else out
 
 
+def _same_sequence(like: tuple | list, items: list) -> tuple | list:
+    """``items`` as a sequence of ``like``'s type; a namedtuple takes its fields positionally."""
+    return type(like)(*items) if _is_namedtuple(like) else type(like)(items)
+
+
 def _all_tensors(tree: Any) -> bool:
     if isinstance(tree, dict):
         return all(_all_tensors(v) for v in tree.values())
@@ -106,7 +135,7 @@ def default_decollate(batch: Any) -> list[Any]:
         return [{k: v[i] for k, v in items.items()} for i in range(n)]
     if isinstance(batch, (tuple, list)):
         parts = [default_decollate(v) for v in batch]
-        return [type(batch)(part[i] for part in parts) for i in range(len(parts[0]))] if parts else []
+        return [_same_sequence(batch, [part[i] for part in parts]) for i in range(len(parts[0]))] if parts else []
     raise TypeError(f"cannot decollate {type(batch).__name__}")
 
 

@@ -15,10 +15,11 @@ from .segment_tree import MinSegmentTree, SumSegmentTree
 @BUFFER_REGISTRY.register('priority')
 @BUFFER_REGISTRY.register('advanced')
 class PrioritizedReplayBuffer(ReplayBuffer):
-    """Samples transition i with probability p_i^alpha / sum p^alpha; returns IS ``weight`` and ``replay_buffer_idx``.
+    """Samples transition i with probability p_i^alpha / sum p^alpha; adds ``priority_IS`` (the importance-sampling
+    weight, DI-engine's key) and ``replay_buffer_idx`` to each batch.
 
     New transitions get the largest priority seen so far; ``beta`` anneals linearly to 1 over ``anneal_step``
-    sample calls.
+    sample calls. A transition's own ``weight`` field, if it has one, is returned untouched.
     """
 
     config = dict(
@@ -35,14 +36,18 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._sum_tree = SumSegmentTree(self.size, self.device)
         self._min_tree = MinSegmentTree(self.size, self.device)
         self._max_priority = torch.ones((), dtype=torch.float64, device=self.device)
+        self._priority = torch.ones(self.size, dtype=torch.float64, device=self.device)  # raw: saved as is
 
     def _on_write(self, index: Tensor) -> None:
-        value = (self._max_priority ** self.alpha).expand(index.shape)
-        self._sum_tree.update(index, value)
-        self._min_tree.update(index, value)
+        self._set_priority(index, self._max_priority.expand(index.shape))
 
-    def sample(self, batch_size: int) -> Batch:
-        """Stratified proportional sampling; ``weight`` is normalised by the largest possible weight."""
+    def _set_priority(self, index: Tensor, priority: Tensor) -> None:
+        self._priority.scatter_reduce_(0, index, priority, reduce='amax', include_self=False)  # the trees' rule
+        self._sum_tree.update(index, priority ** self.alpha)
+        self._min_tree.update(index, priority ** self.alpha)
+
+    def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
+        """Stratified proportional sampling; ``priority_IS`` is normalised by the largest possible weight."""
         self._check_can_sample(batch_size)
         total = self._sum_tree.reduce()
         bounds = torch.arange(batch_size, device=self.device, dtype=torch.float64)
@@ -52,22 +57,23 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         min_prob = self._min_tree.reduce() / total
         weight = (prob / min_prob).pow(-self.beta).to(torch.get_default_dtype())
         self.beta = min(1.0, self.beta + self._beta_step)
-        return self._gather(index, weight=weight, replay_buffer_idx=index)
+        return self._gather(index, priority_IS=weight, replay_buffer_idx=index)
 
     def update(self, info: dict[str, Tensor]) -> None:
-        """Set the priorities of ``info['replay_buffer_idx']`` to ``info['priority']`` (e.g. |TD error|)."""
+        """Set the priorities of ``info['replay_buffer_idx']`` to ``info['priority']`` (e.g. |TD error|).
+
+        Tensors already on the buffer's device stay there: no host copy, no sync.
+        """
         index = torch.as_tensor(info['replay_buffer_idx'], device=self.device).long().view(-1)
         priority = torch.as_tensor(info['priority'], device=self.device, dtype=torch.float64).view(-1)
         if index.shape != priority.shape:
             raise ValueError(f"update got {index.numel()} indices but {priority.numel()} priorities")
         priority = priority.clamp(min=1e-6)
         self._max_priority = torch.maximum(self._max_priority, priority.max())  # stays a tensor: no sync
-        self._sum_tree.update(index, priority ** self.alpha)
-        self._min_tree.update(index, priority ** self.alpha)
+        self._set_priority(index, priority)
 
     def _extra_state(self, index: Tensor) -> dict[str, Any]:
-        return {'priority': (self._sum_tree[index] ** (1.0 / self.alpha)).cpu(),
-                'max_priority': self._max_priority.cpu(), 'beta': self.beta}
+        return {'priority': self._priority[index].cpu(), 'max_priority': self._max_priority.cpu(), 'beta': self.beta}
 
     def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
         if 'priority' not in extra:
@@ -81,3 +87,4 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._sum_tree.clear()
         self._min_tree.clear()
         self._max_priority.fill_(1.0)
+        self._priority.fill_(1.0)

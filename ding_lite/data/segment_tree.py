@@ -19,11 +19,15 @@ class SegmentTree:
         self.tree = torch.full((2 * self.capacity,), neutral, dtype=torch.float64, device=device)
 
     def update(self, index: Tensor, value: Tensor) -> None:
-        """Set leaves ``index`` to ``value`` and recompute their ancestors (duplicates: last write wins)."""
+        """Set leaves ``index`` to ``value`` and recompute their ancestors, all on the tree's device (no sync).
+
+        A leaf named twice takes the larger of its values (the same rule in every tree); an ancestor named
+        twice is computed twice from the same children, so duplicate writes carry identical values.
+        """
         node = index.long() + self.capacity
-        self.tree[node] = value.to(self.tree)
+        self.tree.scatter_reduce_(0, node, value.to(self.tree), reduce='amax', include_self=False)
         for _ in range(self.depth):
-            node = torch.unique(node // 2)
+            node = node // 2
             self.tree[node] = self._op(self.tree[2 * node], self.tree[2 * node + 1])
 
     def reduce(self) -> Tensor:

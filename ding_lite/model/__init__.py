@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from .qac import ContinuousQAC, DiscreteQAC
-from .wrappers import ModelWrapper, model_wrap, register_wrapper
+from .wrappers import ModelWrapper, NoValidActionError, model_wrap, register_wrapper
 
-__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ModelWrapper', 'model_wrap', 'register_wrapper']
+__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ModelWrapper', 'NoValidActionError', 'model_wrap', 'register_wrapper']

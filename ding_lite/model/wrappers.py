@@ -75,35 +75,60 @@ class TargetNetworkWrapper(ModelWrapper):
 
     @torch.no_grad()
     def update(self, state_dict: dict[str, Tensor], direct: bool = False) -> None:
-        """Move towards ``state_dict`` (the online model's); ``direct`` copies it.
+        """Move towards ``state_dict`` (the online model's); ``direct`` copies it and restarts the count.
 
-        Only the parameters named in ``state_dict`` move, so a policy may pass just the part it targets.
+        As DI-engine: 'assign' copies on every ``freq``-th call (counted), 'momentum' moves on every call. Only the
+        parameters named in ``state_dict`` move, so a policy may pass just the part it targets.
         """
-        self._update_count += 1
         pairs = [(p, state_dict[n]) for n, p in zip(self._names, self._params) if n in state_dict]
         if not pairs:
             raise KeyError(f"target update got no parameter of the target model; expected keys like {self._names[:3]}")
         target, source = [p for p, _ in pairs], [s for _, s in pairs]
-        if self._update_type == 'momentum' and not direct:
-            torch._foreach_lerp_(target, source, self._kwargs['theta'])  # one fused op, no allocations
-        elif direct or self._update_count % self._kwargs['freq'] == 0:
+        if direct:
+            self._update_count = 0
             torch._foreach_copy_(target, source)
+        elif self._update_type == 'momentum':
+            torch._foreach_lerp_(target, source, self._kwargs['theta'])  # one fused op, no allocations
         else:
-            return
+            self._update_count += 1
+            if self._update_count % self._kwargs['freq'] != 0:
+                return
+            torch._foreach_copy_(target, source)
         buffers = [(b, state_dict[n]) for n, b in zip(self._buffer_names, self._buffers) if n in state_dict]
         if buffers:  # running statistics (BatchNorm) follow by copy
             torch._foreach_copy_([b for b, _ in buffers], [s for _, s in buffers])
 
-    def reset(self, **kwargs: Any) -> None:
-        self._update_count = 0
+    def reset(self, target_update_count: int | None = None, **kwargs: Any) -> None:
+        """Set the update count (DI-engine: left alone unless given), then reset the wrapped model."""
+        if target_update_count is not None:
+            self._update_count = target_update_count
         super().reset(**kwargs)
+
+
+class NoValidActionError(ValueError):
+    """A row whose ``action_mask`` allows no action: there is nothing to sample."""
+
+    def __init__(self, rows: list[int], env_ids: list[Any] | None = None) -> None:
+        self.rows = rows
+        where = f"env(s) {env_ids}" if env_ids is not None else f"batch row(s) {rows}"
+        super().__init__(f"action_mask allows no action for {where}; every observation needs one legal action")
 
 
 def _masked_logit(output: dict[str, Any]) -> Tensor:
     logit = output['logit']
     if output.get('action_mask') is not None:
-        logit = logit.masked_fill(~output['action_mask'].bool(), -math.inf)
+        mask = output['action_mask'].bool()
+        empty = ~mask.any(-1)
+        if empty.any():  # one host sync, only where there are masks: a clear error instead of torch's
+            raise NoValidActionError(empty.nonzero().flatten().tolist())
+        logit = logit.masked_fill(~mask, -math.inf)
     return logit
+
+
+def _gaussian(output: dict[str, Any]) -> tuple[Tensor, Tensor]:
+    """``(mu, sigma)`` from ding_lite's ``logit=[mu, sigma]`` or DI-engine's ``logit={'mu': ..., 'sigma': ...}``."""
+    logit = output['logit']
+    return (logit['mu'], logit['sigma']) if isinstance(logit, dict) else (logit[0], logit[1])
 
 
 def _uniform_valid(logit: Tensor) -> Tensor:
@@ -148,38 +173,40 @@ class EpsGreedySampleWrapper(ModelWrapper):
 
 @WRAPPER_REGISTRY.register('eps_greedy_multinomial_sample')
 class EpsGreedyMultinomialSampleWrapper(ModelWrapper):
-    """Sample from ``softmax(logit)``; each row explores uniformly with its own probability ``eps``."""
+    """Sample from ``softmax(logit / alpha)`` (DI-engine's ``alpha``, default 1); each row explores uniformly with its
+    own probability ``eps``."""
 
-    def forward(self, *args: Any, eps: float | Tensor, **kwargs: Any) -> dict[str, Any]:
+    def forward(self, *args: Any, eps: float | Tensor, alpha: float | None = None, **kwargs: Any) -> dict[str, Any]:
         output = self._model.forward(*args, **kwargs)
         logit = _masked_logit(output)
-        sampled = torch.distributions.Categorical(logits=logit).sample()
+        sampled = torch.distributions.Categorical(logits=logit if alpha is None else logit / alpha).sample()
         output['action'] = torch.where(_explore(logit, eps), _uniform_valid(logit), sampled)
         return output
 
 
 @WRAPPER_REGISTRY.register('deterministic_sample')
 class DeterministicSampleWrapper(ModelWrapper):
-    """Gaussian head ``logit=[mu, sigma]``: action ``mu`` (unsquashed, as DI-engine)."""
+    """Gaussian head (``logit=[mu, sigma]`` or ``{'mu', 'sigma'}``): action ``mu`` (unsquashed, as DI-engine)."""
 
     squash: bool = False
 
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         output = self._model.forward(*args, **kwargs)
-        mu = output['logit'][0]
+        mu = _gaussian(output)[0]
         output['action'] = torch.tanh(mu) if self.squash else mu
         return output
 
 
 @WRAPPER_REGISTRY.register('reparam_sample')
 class ReparamSampleWrapper(ModelWrapper):
-    """Gaussian head ``logit=[mu, sigma]``: action ``mu + sigma * N(0, 1)`` (unsquashed, as DI-engine)."""
+    """Gaussian head (``logit=[mu, sigma]`` or ``{'mu', 'sigma'}``): action ``mu + sigma * N(0, 1)`` (unsquashed,
+    as DI-engine)."""
 
     squash: bool = False
 
     def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         output = self._model.forward(*args, **kwargs)
-        mu, sigma = output['logit']
+        mu, sigma = _gaussian(output)
         action = mu + sigma * torch.randn_like(mu)
         output['action'] = torch.tanh(action) if self.squash else action
         return output

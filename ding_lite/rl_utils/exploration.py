@@ -14,3 +14,8 @@ def epsilon_greedy(start: float, end: float, decay: int, type: str = 'exp') -> C
     if type == 'exp':
         return lambda step: end + (start - end) * math.exp(-step / decay)
     return lambda step: max(end, start - (start - end) * step / decay)
+
+
+def get_epsilon_greedy_fn(start: float, end: float, decay: int, type_: str = 'exp') -> Callable[[int], float]:
+    """DI-engine's name and signature for ``epsilon_greedy``."""
+    return epsilon_greedy(start, end, decay, type_)

@@ -34,20 +34,52 @@ def get_train_sample(data: list[dict], unroll_len: int, last_fn_type: str = 'las
     return [default_collate(chunk) for chunk in chunks]
 
 
-def preprocess_learn_batch(data: list[dict] | Batch | dict, device: str | torch.device = 'cpu',
-                           ignore_done: bool = False, use_priority_IS_weight: bool = False) -> Batch:
-    """Collate (if given a list) and move to ``device``; ``done`` as float, zeroed under ``ignore_done``.
+def preprocess_learn_batch(data: list[dict] | Batch | dict, device: str | torch.device | None = 'cpu',
+                           ignore_done: bool = False, use_priority_IS_weight: bool = False,
+                           nstep_reward: bool = False) -> Batch:
+    """Collate (if given a list), move to ``device`` (None: stay), and bring the fields to the learn step's shapes.
 
-    ``weight`` is the buffer's importance-sampling weight when ``use_priority_IS_weight``, else a scalar 1.
+    ``reward`` and ``done`` become float ``[B]`` (``[B, 1]`` is squeezed; anything else is an error naming the
+    field), ``done`` is zeroed under ``ignore_done``, and integer ``[B, 1]`` (discrete) actions become ``[B]``.
+    ``weight`` is the importance-sampling weight (``priority_IS``, or DI-engine's older ``IS``) when
+    ``use_priority_IS_weight``; otherwise the transitions' own ``weight``, or a scalar 1 where they have none.
+    ``nstep_reward`` leaves a ``[B, n]`` reward as it is.
     """
-    batch = default_collate(data) if isinstance(data, (list, tuple)) else data
-    batch = (batch if isinstance(batch, Batch) else make_batch(batch)).to(device)
-    batch.reward = batch.reward.to(torch.get_default_dtype())
-    batch.done = torch.zeros_like(batch.reward) if ignore_done else batch.done.to(batch.reward.dtype)
+    batch = default_collate(list(data)) if isinstance(data, (list, tuple)) else data
+    batch = batch if isinstance(batch, Batch) else make_batch(batch)
+    if device is not None:
+        batch = batch.to(device)
+    for name in ('reward', 'done'):
+        if name not in batch:
+            raise ValueError(f"a learn batch needs a {name!r} field; it has {sorted(batch.keys())}")
+    dtype = torch.get_default_dtype()
+    batch.reward = batch.reward.to(dtype) if nstep_reward else _vector(batch.reward, 'reward').to(dtype)
+    done = _vector(batch.done, 'done')
+    if done.shape[0] != batch.reward.shape[0]:
+        raise ValueError(f"learn batch fields 'done' {tuple(done.shape)} and 'reward' {tuple(batch.reward.shape)} "
+                         f"hold different numbers of transitions")
+    batch.done = torch.zeros_like(done, dtype=dtype) if ignore_done else done.to(dtype)
+    if 'action' in batch and not batch.action.is_floating_point() and batch.action.dim() == 2 \
+            and batch.action.shape[1] == 1:
+        batch.action = batch.action.squeeze(1)
     if use_priority_IS_weight:
-        if 'weight' not in batch:
-            raise ValueError("priority_IS_weight=True but the batch has no 'weight' field; "
-                             "use a 'priority' replay buffer or set priority_IS_weight=False")
+        key = next((k for k in ('priority_IS', 'IS') if k in batch), None)
+        if key is None:
+            raise ValueError("priority_IS_weight=True but the batch has no 'priority_IS' field (the importance-"
+                             "sampling weight); use a 'priority' replay buffer or set priority_IS_weight=False")
+        batch.weight = _vector(batch[key], key).to(dtype)
+    elif 'weight' in batch:  # the transitions' own (a 0-d weight is an already preprocessed batch's 1)
+        batch.weight = (batch.weight if batch.weight.dim() == 0 else _vector(batch.weight, 'weight')).to(dtype)
     else:
-        batch.weight = torch.ones((), device=batch.reward.device)
+        batch.weight = torch.ones((), dtype=dtype, device=batch.reward.device)
     return batch
+
+
+def _vector(value: torch.Tensor, name: str) -> torch.Tensor:
+    """``[B]`` from ``[B]`` or ``[B, 1]``; never let a ``[B, 1]`` field broadcast against ``[B]`` into ``[B, B]``."""
+    if value.dim() == 2 and value.shape[1] == 1:
+        return value.squeeze(1)
+    if value.dim() != 1:
+        raise ValueError(f"learn batch field {name!r} has shape {tuple(value.shape)}; expected [B] or [B, 1] "
+                         f"(one value per transition)")
+    return value

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ..config import class_default_config
-from ..registry import SERIAL_COLLECTOR_REGISTRY
+from ..data.collate import to_scalar
+from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
+from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
 
 
@@ -25,8 +26,7 @@ class _SerialCollector:
     def __init__(self, cfg: dict | None, env: Any = None, policy: SimpleNamespace | None = None,
                  tb_logger: Any = None, exp_name: str = 'default_experiment',
                  instance_name: str = 'collector') -> None:
-        self._cfg = EasyDict(class_default_config(type(self)))
-        self._cfg.update(cfg or {})
+        self._cfg = with_defaults(type(self), cfg)
         self._tb_logger, self.logger = tb_logger, build_logger(exp_name, instance_name)
         self.envstep = 0
         self._episode_info: list[dict[str, float]] = []  # since the last log line
@@ -56,18 +56,21 @@ class _SerialCollector:
         timesteps = self._env.step({i: out['action'] for i, out in output.items()})
         steps = []
         for env_id, timestep in timesteps.items():
+            reward = to_scalar(timestep.reward, f"env {env_id}'s reward")
+            done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
-            terminated = timestep.done and not timestep.info.get('TimeLimit.truncated', False)
-            transition = self._policy.process_transition(obs[env_id], output[env_id], timestep._replace(done=terminated))
-            self._return[env_id] += float(timestep.reward)
+            terminated = done and not timestep.info.get('TimeLimit.truncated', False)
+            transition = self._policy.process_transition(obs[env_id], output[env_id],
+                                                         timestep._replace(reward=reward, done=bool(terminated)))
+            self._return[env_id] += reward
             self._length[env_id] += 1
-            if timestep.done:
+            if done:
                 episode = {'return': self._return[env_id], 'length': self._length[env_id]}
                 self._episode_info.append(episode)
                 self.finished_episodes.append(episode)
                 self._return[env_id], self._length[env_id] = 0.0, 0
                 self._policy.reset([env_id])
-            steps.append((env_id, transition, timestep.done))
+            steps.append((env_id, transition, done))
         self.envstep += len(timesteps)
         return steps
 
@@ -135,5 +138,6 @@ class EpisodeSerialCollector(_SerialCollector):
 
 
 def create_serial_collector(cfg: dict, **kwargs: Any) -> _SerialCollector:
-    """Build the registered collector ``cfg.type`` (``'sample'`` or ``'episode'``)."""
-    return SERIAL_COLLECTOR_REGISTRY.build(cfg.get('type', 'sample'), cfg, **kwargs)
+    """Build the registered collector ``cfg.type`` (``'sample'`` or ``'episode'``) after its ``import_names``."""
+    import_names(cfg.get('import_names'))
+    return SERIAL_COLLECTOR_REGISTRY.build(cfg.get('type') or 'sample', cfg, **kwargs)

@@ -9,16 +9,20 @@ from typing import Any, Callable
 import numpy as np
 from easydict import EasyDict
 
-from ..config import class_default_config
+from ..data.collate import to_scalar
+from ..registry import SERIAL_EVALUATOR_REGISTRY
+from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
 
 CSV_HEADER = 'train_iter,envstep,wall_time,return_mean,return_std,return_min,return_max\n'
 
 
+@SERIAL_EVALUATOR_REGISTRY.register('interaction')
 class InteractionSerialEvaluator:
     """Runs ``n_episode`` episodes spread over the evaluator envs with the policy's eval mode."""
 
     config = dict(
+        type='interaction',
         eval_freq=1000,              # train iterations between evaluations
         n_episode=None,              # None: env.n_evaluator_episode (filled by compile_config)
         stop_value=None,             # None: env.stop_value; stop once the mean return reaches it
@@ -30,8 +34,7 @@ class InteractionSerialEvaluator:
 
     def __init__(self, cfg: dict | None, env: Any, policy: SimpleNamespace, tb_logger: Any = None,
                  exp_name: str = 'default_experiment', instance_name: str = 'evaluator') -> None:
-        self._cfg = EasyDict(class_default_config(type(self)))
-        self._cfg.update(cfg or {})
+        self._cfg = with_defaults(type(self), cfg)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
         self.logger = build_logger(exp_name, instance_name)
         self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv')
@@ -67,8 +70,8 @@ class InteractionSerialEvaluator:
                 raise RuntimeError('evaluator envs stopped before the requested episodes finished')
             output = self._policy.forward(obs)
             for env_id, timestep in self._env.step({i: out['action'] for i, out in output.items()}).items():
-                if timestep.done:
-                    returns.append(float(timestep.info['eval_episode_return']))
+                if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
+                    returns.append(_episode_return(timestep.info, env_id))
                     quota[env_id] -= 1
                     self._policy.reset([env_id])
         return returns
@@ -102,3 +105,12 @@ class InteractionSerialEvaluator:
 
     def close(self) -> None:
         self._env.close()
+
+
+def _episode_return(info: dict, env_id: int) -> float:
+    """The finished episode's return from ``info`` (DI-engine's ``eval_episode_return``, or its older name)."""
+    for key in ('eval_episode_return', 'final_eval_reward'):
+        if key in info:
+            return float(to_scalar(info[key], f"evaluator env {env_id}'s info[{key!r}]"))
+    raise ValueError(f"evaluator env {env_id} ended an episode without info['eval_episode_return'] (the episode's "
+                     f"return, which every env must report when done is True); info had {sorted(info)}")

@@ -116,14 +116,14 @@ def test_prioritized_sampling_follows_priorities_and_weights():
     buffer = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0, 'beta': 1.0, 'anneal_step': 0})
     buffer.push(_transitions(0, 4))
     first = buffer.sample(4)
-    assert first.weight.tolist() == [1.0] * 4  # equal (max) priorities for new data
+    assert first.priority_IS.tolist() == [1.0] * 4  # equal (max) priorities for new data
     buffer.update({'replay_buffer_idx': torch.arange(4), 'priority': torch.tensor([1.0, 1.0, 1.0, 5.0])})
     batch = buffer.sample(8000)
     frac = (batch.replay_buffer_idx == 3).float().mean().item()
     assert abs(frac - 5 / 8) < 0.03
     # w_i = (N P_i)^-beta / max_j w_j: the rare items get weight 1, the frequent one 1/5
     expected = torch.where(batch.replay_buffer_idx == 3, 0.2, 1.0)
-    torch.testing.assert_close(batch.weight, expected)
+    torch.testing.assert_close(batch.priority_IS, expected)
     torch.testing.assert_close(batch.reward, batch.replay_buffer_idx.float())
 
 
@@ -156,3 +156,51 @@ def test_prioritized_save_load_keeps_priorities_and_beta(tmp_path):
     for reward in (2.0, 3.0, 4.0, 5.0):                  # priority equal to the reward: P = r / 14
         frac = (batch.reward == reward).float().mean().item()
         assert abs(frac - reward / 14) < 0.02
+
+
+def test_prioritized_save_with_alpha_zero_keeps_raw_priorities(tmp_path):
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 0.0})
+    buffer.push(_transitions(0, 4))
+    buffer.update({'replay_buffer_idx': torch.arange(4), 'priority': torch.tensor([4.0, 5.0, 2.0, 3.0])})
+    path = str(tmp_path / 'prio0.pt')
+    buffer.save(path)
+    assert torch.load(path, weights_only=False)['extra']['priority'].tolist() == [4.0, 5.0, 2.0, 3.0]
+    restored = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0})  # the same data, now prioritised
+    restored.load(path)
+    frac = (restored.sample(7000).replay_buffer_idx == 1).float().mean().item()
+    assert abs(frac - 5 / 14) < 0.03
+
+
+def test_prioritized_duplicate_indices_agree_in_both_trees():
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 8, 'alpha': 1.0})
+    buffer.push(_transitions(0, 8))
+    buffer.update({'replay_buffer_idx': torch.tensor([3, 3, 5, 3]), 'priority': torch.tensor([2.0, 7.0, 4.0, 1.0])})
+    tree, min_tree = buffer._sum_tree, buffer._min_tree
+    assert tree[torch.tensor([3, 5])].tolist() == [7.0, 4.0]           # a duplicated leaf takes its largest value
+    assert tree.reduce().item() == pytest.approx(6 * 1.0 + 7.0 + 4.0)   # the root sums what the leaves hold
+    assert min_tree[torch.tensor([3])].tolist() == [7.0] and min_tree.reduce().item() == 1.0
+    leaves = tree.tree[tree.capacity:]
+    for level_start in (tree.capacity // 2, 1):                       # every parent is the sum of its children
+        parents = torch.arange(level_start, 2 * level_start)
+        torch.testing.assert_close(tree.tree[parents], tree.tree[2 * parents] + tree.tree[2 * parents + 1])
+    assert leaves.sum().item() == tree.reduce().item()
+
+
+def test_transitions_keep_their_own_weight_beside_priority_is():
+    buffer = PrioritizedReplayBuffer({'replay_buffer_size': 4})
+    data = [dict(t, weight=0.25 * (i + 1)) for i, t in enumerate(_transitions(0, 4))]
+    buffer.push(data)
+    batch = buffer.sample(64)
+    torch.testing.assert_close(batch.weight, 0.25 * (batch.replay_buffer_idx.float() + 1))
+    assert batch.priority_IS.shape == (64,)
+
+
+def test_di_engine_extra_arguments_and_create_buffer():
+    from ding_lite.worker import create_buffer
+    buffer = create_buffer({'type': 'priority', 'replay_buffer_size': 10}, tb_logger=None, exp_name='x')
+    assert isinstance(buffer, PrioritizedReplayBuffer) and buffer.size == 10
+    buffer.push(_transitions(0, 3), cur_collector_envstep=30)
+    assert buffer.sample(2, cur_learner_iter=5).obs.shape == (2, 3)
+    assert isinstance(create_buffer({'replay_buffer_size': 7}), ReplayBuffer)
+    partial = ReplayBuffer({'replay_buffer_size': 3})   # a partial sub-config keeps the other defaults
+    assert partial.device == torch.device('cpu')

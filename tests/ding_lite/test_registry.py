@@ -85,3 +85,16 @@ def test_entry_point_plugins_loaded_lazily_once(monkeypatch):
         assert loaded == [1]
     finally:
         reg.MODEL_REGISTRY._table.pop('from_entry_point_y', None)
+
+
+def test_registry_without_a_kind_as_di_engine():
+    registry = Registry()
+    registry.register('a')(int)
+    assert registry.get('a') is int and registry['a'] is int and registry.query() == ['a']
+    with pytest.raises(KeyError, match="unknown entry 'b'"):
+        registry.get('b')
+
+
+def test_sac_discrete_is_an_alias_of_discrete_sac():
+    from policy_zoo import DiscreteSACPolicy
+    assert POLICY_REGISTRY.get('sac_discrete') is DiscreteSACPolicy

@@ -118,7 +118,8 @@ def test_evaluator_spreads_episodes_writes_csv_and_best(setup):
     stop, info = evaluator.eval(saved.append, train_iter=10, envstep=500)
     assert stop and saved == ['ckpt_best.pth.tar']
     returns = evaluator.run_episodes()
-    assert len(returns) == 3 and returns[0] == pytest.approx(returns[2])  # env 0 replays its fixed start
+    assert len(returns) == 3 and len({round(r, 6) for r in returns}) == 3  # env 0's second episode is a new start
+    assert evaluator.run_episodes() == pytest.approx(returns)               # and every evaluation the same ones
     evaluator.eval(saved.append, train_iter=20, envstep=900)
     assert saved == ['ckpt_best.pth.tar']                  # same return: not a new best
     rows = list(csv.DictReader(open(evaluator.csv_path)))
@@ -126,3 +127,43 @@ def test_evaluator_spreads_episodes_writes_csv_and_best(setup):
     assert float(rows[0]['return_mean']) == pytest.approx(info['return_mean'], rel=1e-5)
     assert list(rows[0]) == ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min',
                              'return_max']
+
+
+def test_learner_hooks_in_di_engine_form(setup):
+    from ding_lite.worker import LearnerHook, add_learner_hook, create_learner
+    cfg, policy = setup
+    calls = []
+
+    class Record(LearnerHook):
+        def __call__(self, engine):
+            calls.append((self.name, engine.train_iter, engine.last_iter.val))
+
+    learner = create_learner(cfg.policy.learn.learner, policy=policy.learn_mode, exp_name=cfg.exp_name)
+    assert isinstance(learner, BaseLearner) and cfg.policy.learn.learner.type == 'base'
+    learner.register_hook(Record('late', 50, position='after_iter'))
+    learner.register_hook(Record('early', 5, position='after_iter'))
+    learner.register_hook(Record('before', position='before_iter'))
+    learner.register_hook(Record('start', position='before_run'))
+    learner.call_hook('before_run')
+    data = [{'obs': torch.randn(3), 'action': torch.rand(1), 'reward': 0.0, 'next_obs': torch.randn(3),
+             'done': False}] * 16
+    learner.train(data)
+    assert calls == [('start', 0, 0), ('before', 0, 0), ('early', 1, 1), ('late', 1, 1)]
+    names = [hook.name for hook in learner.hooks['after_iter']]
+    assert names.index('early') < names.index('log_show_after_iter') < names.index('late')  # built-ins: 20
+    hooks = {position: [] for position in LearnerHook.positions}
+    add_learner_hook(hooks, Record('b', 10, position='after_run'))
+    add_learner_hook(hooks, Record('a', 10, position='after_run'))         # equal priority: after, as DI-engine
+    assert [h.name for h in hooks['after_run']] == ['b', 'a']
+    with pytest.raises(ValueError, match="position 'after_everything'"):
+        Record('x', position='after_everything')
+
+
+def test_partial_worker_configs_keep_their_defaults(setup):
+    cfg, policy = setup
+    learner = BaseLearner({'hook': {'save_ckpt_after_iter': 3}}, policy.learn_mode, exp_name=cfg.exp_name)
+    assert learner._cfg.hook.log_show_after_iter == 100 and learner._cfg.hook.save_ckpt_after_run
+    collector = SampleSerialCollector({'type': 'sample'}, _manager(1), policy.collect_mode, exp_name=cfg.exp_name)
+    assert collector._cfg.collect_print_freq == 100
+    manager = BaseEnvManager([partial(PendulumEnv, {})], {'max_retry': 3})
+    assert manager._cfg.auto_reset and manager._cfg.max_retry == 3

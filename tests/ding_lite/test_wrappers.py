@@ -45,8 +45,18 @@ def test_target_assign_every_freq_and_buffers():
     assert target.weight.tolist() == [1.0, 1.0] and target.running_mean.tolist() == [0.0, 0.0]
     wrapped.update(online.state_dict())
     assert target.weight.tolist() == [3.0, 3.0] and target.running_mean.tolist() == [5.0, 5.0]
-    wrapped.reset()
-    assert wrapped._update_count == 0
+    assert wrapped._update_count == 2
+    wrapped.reset()                                      # DI-engine: the count stays unless one is given
+    assert wrapped._update_count == 2
+    wrapped.reset(target_update_count=1)
+    wrapped.update({"weight": torch.zeros(2), "bias": torch.zeros(2)})  # count 1 -> 2: an assign is due
+    assert wrapped._update_count == 2 and target.weight.tolist() == [0.0, 0.0]
+    with torch.no_grad():
+        online.weight.fill_(7.0)
+    wrapped.update(online.state_dict(), direct=True)     # direct: copy now and restart the count
+    assert wrapped._update_count == 0 and target.weight.tolist() == [7.0, 7.0]
+    wrapped.update({'weight': torch.ones(2), 'bias': torch.zeros(2)})
+    assert target.weight.tolist() == [7.0, 7.0]          # 1st of 2 after the restart: not yet
 
 
 def test_target_bad_update_type():
@@ -138,3 +148,40 @@ def test_register_custom_wrapper():
         register_wrapper('bad', object)
     with pytest.raises(KeyError, match="did you mean 'argmax_sample'"):
         model_wrap(nn.Identity(), 'argmax_sampel')
+
+
+class DictGaussian(nn.Module):
+    """A DI-engine style actor head: ``logit={'mu': ..., 'sigma': ...}``."""
+
+    def forward(self, x):
+        return {'logit': {'mu': x + 1.0, 'sigma': torch.full_like(x, 0.5)}}
+
+
+def test_gaussian_wrappers_accept_di_engine_dict_logit():
+    x = torch.zeros(20000, 2)
+    torch.testing.assert_close(model_wrap(DictGaussian(), 'deterministic_sample').forward(x)['action'], x + 1.0)
+    torch.testing.assert_close(model_wrap(DictGaussian(), 'tanh_deterministic_sample').forward(x)['action'],
+                               torch.tanh(x + 1.0))
+    action = model_wrap(DictGaussian(), 'reparam_sample').forward(x)['action']
+    assert abs(action.mean() - 1.0) < 0.02 and abs(action.std() - 0.5) < 0.02
+
+
+def test_eps_greedy_multinomial_takes_di_engine_alpha():
+    logit = torch.log(torch.tensor([[0.8, 0.2]]))
+    wrapped = model_wrap(FixedLogit(logit), 'eps_greedy_multinomial_sample')
+    hot = wrapped.forward(torch.zeros(30000, 1), eps=0.0, alpha=2.0)['action']   # softmax(logit / 2): 2/3, 1/3
+    torch.testing.assert_close(torch.bincount(hot, minlength=2).float() / 30000, torch.tensor([2 / 3, 1 / 3]),
+                               atol=0.015, rtol=0)
+
+
+@pytest.mark.parametrize('name, kwargs', [('argmax_sample', {}), ('multinomial_sample', {}),
+                                          ('eps_greedy_sample', {'eps': 0.5}),
+                                          ('eps_greedy_multinomial_sample', {'eps': 0.5})])
+def test_fully_masked_row_is_a_clear_error(name, kwargs):
+    from ding_lite.model import NoValidActionError
+    mask = torch.tensor([[True, False], [False, False], [True, True]])
+    model = FixedLogit(torch.zeros(1, 2))
+    model.forward = lambda x: {'logit': torch.zeros(3, 2), 'action_mask': mask}
+    with pytest.raises(NoValidActionError, match=r'batch row\(s\) \[1\]') as info:
+        model_wrap(model, name).forward(torch.zeros(3, 1), **kwargs)
+    assert info.value.rows == [1]

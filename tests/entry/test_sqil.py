@@ -11,7 +11,7 @@ from ding_lite.config import ConfigError
 from ding_lite.data import ReplayBuffer, load_demo
 from ding_lite.registry import POLICY_REGISTRY
 from entry import collect_demo_data, serial_pipeline_sqil
-from entry.utils import mixed_sampler
+from ding_lite.data import mixed_sampler
 from policy_zoo import SACPolicy, SQILSACPolicy
 from tests.conftest import first_envstep_reaching, zoo_config
 

@@ -1,0 +1,84 @@
+"""Learner hooks in DI-engine's form: callables run by the learner at four positions, ordered by priority."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class LearnerHook:
+    """Called as ``hook(learner)`` at ``position``; among hooks at one position, lower ``priority`` runs first.
+
+    Subclasses implement ``__call__(self, engine)`` (DI-engine's signature; ``engine`` is the learner).
+    """
+
+    positions = ['before_run', 'after_run', 'before_iter', 'after_iter']
+
+    def __init__(self, name: str, priority: float = 100, *, position: str) -> None:
+        if position not in self.positions:
+            raise ValueError(f"learner hook {name!r} has position {position!r}; expected one of {self.positions}")
+        if priority < 0:
+            raise ValueError(f"learner hook {name!r} has priority {priority}; expected a number >= 0")
+        self._name, self._priority, self._position = name, priority, position
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def priority(self) -> float:
+        return self._priority
+
+    @property
+    def position(self) -> str:
+        return self._position
+
+    def __call__(self, engine: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__(self, engine)")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, priority={self._priority}, position={self._position!r})"
+
+
+def add_learner_hook(hooks: dict[str, list[LearnerHook]], hook: LearnerHook) -> None:
+    """Insert ``hook`` at its position after every hook of lower or equal priority (stable, as DI-engine)."""
+    if not isinstance(hook, LearnerHook):
+        raise TypeError(f"expected a LearnerHook, got {type(hook).__name__}")
+    queue = hooks.setdefault(hook.position, [])
+    index = next((i for i in range(len(queue) - 1, -1, -1) if hook.priority >= queue[i].priority), -1) + 1
+    queue.insert(index, hook)
+
+
+class CallbackHook(LearnerHook):
+    """Runs ``fn(engine)`` every ``freq`` train iterations (``freq`` 1: every call)."""
+
+    def __init__(self, name: str, priority: float, position: str, fn: Callable[[Any], None], freq: int = 1) -> None:
+        super().__init__(name, priority, position=position)
+        self._fn, self._freq = fn, freq
+
+    def __call__(self, engine: Any) -> None:
+        if engine.train_iter % self._freq == 0:
+            self._fn(engine)
+
+
+def build_learner_hooks(hook_cfg: dict) -> dict[str, list[LearnerHook]]:
+    """The built-in hooks a learner's ``hook`` config asks for (DI-engine's simplified hook keys)."""
+    hooks: dict[str, list[LearnerHook]] = {position: [] for position in LearnerHook.positions}
+    if hook_cfg.get('load_ckpt_before_run'):
+        path = hook_cfg['load_ckpt_before_run']
+        add_learner_hook(hooks, CallbackHook('load_ckpt_before_run', 20, 'before_run',
+                                             lambda engine: engine.load_checkpoint(path)))
+    if hook_cfg.get('log_show_after_iter'):
+        add_learner_hook(hooks, CallbackHook('log_show_after_iter', 20, 'after_iter', lambda engine: engine.log(),
+                                             freq=hook_cfg['log_show_after_iter']))
+    if hook_cfg.get('save_ckpt_after_iter'):
+        add_learner_hook(hooks, CallbackHook(
+            'save_ckpt_after_iter', 20, 'after_iter',
+            lambda engine: engine.save_checkpoint(f'iteration_{engine.train_iter}.pth.tar'),
+            freq=hook_cfg['save_ckpt_after_iter']))
+    add_learner_hook(hooks, CallbackHook('log_show_after_run', 10, 'after_run', lambda engine: engine.log()))
+    if hook_cfg.get('save_ckpt_after_run'):
+        add_learner_hook(hooks, CallbackHook('save_ckpt_after_run', 20, 'after_run',
+                                             lambda engine: engine.save_checkpoint('ckpt_last.pth.tar')))
+    return hooks
+
+
+__all__ = ['LearnerHook', 'add_learner_hook', 'CallbackHook', 'build_learner_hooks']
