@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 from easydict import EasyDict
@@ -43,6 +44,8 @@ def toy_registered():
     POLICY_REGISTRY._table.pop('toy', None)
     ENV_REGISTRY._table.pop('toy_env', None)
 
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TINY_PENDULUM = dict(
     exp_name='tiny',
@@ -105,8 +108,27 @@ def pendulum_expert(tmp_path_factory):
     return SimpleNamespace(steps=steps, demo=demo, ckpt=ckpt, csv=tmp / 'expert' / 'log' / 'evaluator.csv')
 
 
-def mean_eval_return(csv_path, max_envstep: int) -> float:
-    """Mean evaluation return over a run's evaluations up to ``max_envstep`` (area under the learning curve)."""
-    import csv
-    rows = [r for r in csv.DictReader(open(csv_path)) if int(r['envstep']) <= max_envstep]
-    return sum(float(r['return_mean']) for r in rows) / len(rows)
+def synthetic_demo(path, n: int = 300, obs_dim: int = 3, act_dim: int = 1, env_id: str = 'Pendulum-v1',
+                   discrete: bool = False, reward: float = -1.0) -> str:
+    """A small demonstration file of random transitions (plumbing tests need its shapes, not an expert's skill)."""
+    import torch
+    from ding_lite.data import save_demo
+    generator = torch.Generator().manual_seed(0)
+    action = torch.randint(act_dim, (n,), generator=generator) if discrete else \
+        torch.rand(n, act_dim, generator=generator) * 2 - 1
+    batch = {'obs': torch.randn(n, obs_dim, generator=generator), 'action': action,
+             'reward': torch.full((n,), reward), 'next_obs': torch.randn(n, obs_dim, generator=generator),
+             'done': torch.zeros(n, dtype=torch.bool)}
+    save_demo(str(path), batch, env_id=env_id)
+    return str(path)
+
+
+def untrained_checkpoint(cfg: tuple, path) -> str:
+    """A ding_lite checkpoint of ``cfg``'s policy, untrained (for tests of the plumbing around checkpoints)."""
+    from ding_lite.config import compile_config
+    from ding_lite.utils import save_file
+    from ding_lite.worker.learner import CHECKPOINT_KIND
+    from policy_zoo import create_policy
+    policy = create_policy(compile_config(*cfg, save_cfg=False).policy, enable_field=['learn'])
+    save_file(str(path), {'kind': CHECKPOINT_KIND, 'last_iter': 0, **policy.learn_mode.state_dict()})
+    return str(path)

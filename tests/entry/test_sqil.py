@@ -7,15 +7,13 @@ import subprocess
 import pytest
 import torch
 
-from ding_lite.config import ConfigError
-from ding_lite.data import ReplayBuffer, load_demo
+from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.data import ReplayBuffer, load_demo, mixed_sampler
 from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.worker import load_checkpoint
 from entry import collect_demo_data, serial_pipeline_sqil
-from ding_lite.data import mixed_sampler
-from policy_zoo import SACPolicy, SQILSACPolicy
-from tests.conftest import first_envstep_reaching, zoo_config
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+from policy_zoo import SACPolicy, SQILSACPolicy, create_policy
+from tests.conftest import ROOT, first_envstep_reaching, synthetic_demo, untrained_checkpoint, zoo_config
 
 
 def _filled(reward, n=50):
@@ -36,7 +34,6 @@ def test_sqil_batches_are_half_agent_zero_half_demo_one():
 
 
 def test_sqil_sac_reports_each_half_and_cos_monitor(tiny_pendulum):
-    from ding_lite.config import compile_config
     main, create = tiny_pendulum
     create.policy.type = 'sqil_sac'
     main.policy.learn.monitor_cos = True
@@ -56,6 +53,12 @@ def test_sqil_sac_reports_each_half_and_cos_monitor(tiny_pendulum):
     assert {'agent_td_error', 'expert_td_error', 'grad_cos'} <= set(policy.learn_mode.monitor_vars())
 
 
+def test_mixed_batches_never_join_devices():
+    cpu, meta = _filled(0.0), ReplayBuffer({'replay_buffer_size': 10, 'device': 'meta'})
+    with pytest.raises(ValueError, match="one device, got \\['cpu', 'meta'\\]"):
+        mixed_sampler([(cpu, 0.5), (meta, 0.5)])
+
+
 class RecordingSAC(SQILSACPolicy):
     batches: list = []
 
@@ -64,17 +67,25 @@ class RecordingSAC(SQILSACPolicy):
         return super()._forward_learn(data)
 
 
-def test_pipeline_feeds_half_half_batches(pendulum_expert, tiny_pendulum):
+@pytest.fixture
+def recording():
     POLICY_REGISTRY.register('recording_sqil_sac', RecordingSAC, force_overwrite=True)
-    main, create = tiny_pendulum
-    main.env.pop('env_kwargs')  # the demonstrations came from the full-length env
-    main.policy.model.update(actor_head_hidden_size=128, critic_head_hidden_size=128)
-    create.policy.type = 'recording_sqil_sac'
-    serial_pipeline_sqil((main, create), seed=0, expert_data_path=pendulum_expert.demo, max_env_step=120)
-    assert RecordingSAC.batches
-    for batch in RecordingSAC.batches:
-        assert batch.reward.tolist() == [0.0] * 8 + [1.0] * 8
+    RecordingSAC.batches = []
+    yield RecordingSAC.batches
     POLICY_REGISTRY._table.pop('recording_sqil_sac')
+
+
+def test_pipeline_feeds_half_half_batches(recording, tiny_pendulum, tmp_path):
+    main, create = tiny_pendulum
+    create.policy.type = 'recording_sqil_sac'
+    demo = synthetic_demo(tmp_path / 'demo.pt', reward=-5.0)
+    serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_env_step=120)
+    assert recording
+    demo_obs = load_demo(demo)[0].obs
+    for batch in recording:
+        assert batch.reward.tolist() == [0.0] * 8 + [1.0] * 8
+        assert (batch.obs[8:, None] == demo_obs[None]).all(-1).any(-1).all()   # the second half: demonstrations
+        assert not (batch.obs[:8, None] == demo_obs[None]).all(-1).any(-1).any()
 
 
 def test_sqil_sac_learns_pendulum_from_demonstrations(pendulum_expert, tmp_path):
@@ -87,16 +98,35 @@ def test_sqil_sac_learns_pendulum_from_demonstrations(pendulum_expert, tmp_path)
     assert steps is not None and steps <= 40_000
 
 
-def test_online_expert_the_di_engine_way(pendulum_expert, tiny_pendulum):
-    ckpt = pendulum_expert.ckpt
+def test_online_expert_the_di_engine_way(recording, tiny_pendulum, tmp_path, monkeypatch):
+    """The checkpoint is read where DI-engine reads it (the SQIL config) or from the expert config; the expert acts
+    deterministically, pre-fills ``expert_random_collect_size`` transitions, and its envs are closed."""
+    from ding_lite.worker import SampleSerialCollector
+    from envs import BaseEnvManager
     main, create = tiny_pendulum
-    main.env.pop('env_kwargs')
-    main.policy.model.update(actor_head_hidden_size=128, critic_head_hidden_size=128)
-    expert_main = copy.deepcopy(main)
-    expert_main.policy.collect.model_path = ckpt
-    create.policy.type = 'sqil_sac'
-    policy = serial_pipeline_sqil((main, create), expert_cfg=(expert_main, copy.deepcopy(create)), max_env_step=120)
-    assert isinstance(policy, SQILSACPolicy)
+    ckpt = untrained_checkpoint((main, create), tmp_path / 'expert.pth.tar')
+    expert_main, expert_create = copy.deepcopy(main), copy.deepcopy(create)
+    main.policy.collect.model_path = ckpt                       # DI-engine: in the SQIL config
+    main.policy.expert_random_collect_size = 24
+    create.policy.type = 'recording_sqil_sac'
+    sizes, launched, closed = [], set(), set()
+    collect, launch, close = SampleSerialCollector.collect, BaseEnvManager.launch, BaseEnvManager.close
+    monkeypatch.setattr(SampleSerialCollector, 'collect', lambda self, n_sample, *a, **k: sizes.append(n_sample) or
+                        collect(self, n_sample, *a, **k))
+    monkeypatch.setattr(BaseEnvManager, 'launch', lambda self, *a: launched.add(id(self)) or launch(self, *a))
+    monkeypatch.setattr(BaseEnvManager, 'close', lambda self: closed.add(id(self)) or close(self))
+    policy = serial_pipeline_sqil((main, create), expert_cfg=(expert_main, expert_create), max_env_step=120)
+    assert isinstance(policy, SQILSACPolicy) and sizes[:3] == [24, 40, 4]  # expert pre-fill, agent warm-up, rounds
+    assert len(launched) == 3 and launched <= closed                      # agent, evaluator and expert envs
+    expert = create_policy(compile_config(main, create_cfg=expert_create, save_cfg=False).policy,
+                           enable_field=['eval'])
+    expert.eval_mode.load_state_dict(load_checkpoint(ckpt))
+    batch = recording[-1]
+    greedy = expert.eval_mode.forward(dict(enumerate(batch.obs[8:])))
+    torch.testing.assert_close(batch.action[8:], torch.stack([greedy[i]['action'] for i in range(8)]))
+    main.policy.collect.model_path = None
+    expert_main.policy.collect.model_path = ckpt                # or in the expert config
+    assert serial_pipeline_sqil((main, create), expert_cfg=(expert_main, expert_create), max_env_step=60)
     expert_main.policy.collect.model_path = None
     with pytest.raises(ConfigError, match='policy.collect.model_path'):
         serial_pipeline_sqil((main, create), expert_cfg=(expert_main, create), max_env_step=10)
@@ -104,15 +134,16 @@ def test_online_expert_the_di_engine_way(pendulum_expert, tiny_pendulum):
         serial_pipeline_sqil((main, create), max_env_step=10)
 
 
-def test_demonstrations_for_the_wrong_env_are_rejected(pendulum_expert, tmp_path):
+def test_demonstrations_for_the_wrong_env_are_rejected(tmp_path):
     main, create = zoo_config('cartpole_sqil_discrete_sac_config', tmp_path / 'wrong')
+    demo = synthetic_demo(tmp_path / 'pendulum.pt', obs_dim=4, act_dim=2, discrete=True)
     with pytest.raises(ValueError, match="recorded on env 'Pendulum-v1', but this run uses 'CartPole-v1'"):
-        serial_pipeline_sqil((main, create), expert_data_path=pendulum_expert.demo, max_env_step=10)
+        serial_pipeline_sqil((main, create), expert_data_path=demo, max_env_step=10)
 
 
-def test_cli_collect_demo_then_serial_sqil(pendulum_expert, tmp_path):
-    ckpt = pendulum_expert.ckpt
+def test_cli_collect_demo_then_serial_sqil(tmp_path):
     cfg = os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py')
+    ckpt = untrained_checkpoint(read_config(cfg), tmp_path / 'expert.pth.tar')
     demo = tmp_path / 'demo.pt'
     run = subprocess.run(['ding_lite', '-m', 'collect_demo', '-c', cfg, '--load-path', ckpt, '--expert-data-path',
                           str(demo), '--collect-count', '400'], capture_output=True, text=True, cwd=tmp_path,
@@ -128,10 +159,31 @@ def test_cli_collect_demo_then_serial_sqil(pendulum_expert, tmp_path):
     assert run.returncode == 2 and 'needs --load-path, --expert-data-path and --collect-count' in run.stderr
 
 
+def _confident_discrete_expert(main, create) -> dict:
+    """A discrete SAC state whose actor picks action 1 with probability ~1 (an expert with no doubt)."""
+    cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    expert = create_policy(cfg.policy, enable_field=['collect'])
+    with torch.no_grad():
+        last = expert._model.actor[-1]
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([-20.0, 20.0]))
+    return expert.collect_mode.state_dict()
+
+
+@pytest.mark.parametrize('deterministic', [True, False])
+def test_discrete_expert_demonstrations_carry_no_exploration_noise(tmp_path, deterministic):
+    """At the start of the eps schedule (0.95) a collect-mode expert would act uniformly 95% of the time."""
+    main, create = zoo_config('cartpole_discrete_sac_config', tmp_path / 'expert')
+    demo = str(tmp_path / 'demo.pt')
+    collect_demo_data((main, create), seed=0, collect_count=200, expert_data_path=demo,
+                      state_dict=_confident_discrete_expert(main, create), deterministic=deterministic)
+    actions = load_demo(demo)[0].action
+    assert actions.eq(1).all(), actions.bincount()
+
+
 def test_sqil_with_discrete_sac_on_cartpole(tmp_path):
     """SQIL is a data change: the same pipeline runs discrete_sac, from a file made by collect_demo_data."""
-    from ding_lite.config import compile_config
-    from policy_zoo import DiscreteSACPolicy, create_policy
+    from policy_zoo import DiscreteSACPolicy
     main, create = zoo_config('cartpole_sqil_discrete_sac_config', tmp_path / 'cartpole_sqil')
     main.policy.collect.n_sample = 64
     cfg = compile_config(main, create_cfg=create, save_cfg=False)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -141,3 +143,36 @@ def test_state_dict_round_trip_reproduces_the_next_action(mode):
         b = fresh.learn_mode.forward(data)
         for key in a:
             torch.testing.assert_close(a[key], b[key])
+
+
+@pytest.mark.parametrize('twin', [True, False])
+def test_column_reward_and_done_give_the_same_loss_as_vectors(twin):
+    """DI-engine's [B, 1] reward/done must not broadcast against [B] targets into [B, B]."""
+    data = _transitions()
+    column = [dict(t, reward=torch.tensor([t['reward']]), done=torch.tensor([t['done']])) for t in data]
+    cfg = _cfg()
+    cfg.model.twin_critic = twin
+    torch.manual_seed(0)
+    policy = SACPolicy(cfg)
+    state = copy.deepcopy(policy.learn_mode.state_dict())
+    torch.manual_seed(1)
+    expected = policy.learn_mode.forward(data)
+    policy.learn_mode.load_state_dict(state)
+    torch.manual_seed(1)
+    got = policy.learn_mode.forward(column)
+    for key in ('critic_loss', 'target_q_value', 'priority'):
+        torch.testing.assert_close(got[key], expected[key])
+    with pytest.raises(ValueError, match="field 'reward' has shape \\(16, 2\\)"):
+        policy.learn_mode.forward([dict(t, reward=torch.zeros(2)) for t in data])
+
+
+def test_modes_set_train_and_eval_on_the_model():
+    policy = SACPolicy(_cfg())
+    policy.learn_mode.forward(_transitions())
+    assert policy._model.training and policy._target_model.training
+    policy.collect_mode.forward({0: torch.zeros(3)})
+    assert not policy._model.training and not any(m.training for m in policy._model.modules())
+    policy.learn_mode.forward(_transitions())
+    assert all(m.training for m in policy._model.modules())
+    policy.eval_mode.forward({0: torch.zeros(3)})
+    assert not policy._model.training

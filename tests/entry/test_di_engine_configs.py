@@ -1,0 +1,108 @@
+"""DI-engine's own SAC-family dizoo configs, unmodified, run through the matching ding_lite entry.
+
+The files live in the workspace's ``shared/di_engine_dizoo/`` (``DING_LITE_DIZOO`` overrides the folder). They name
+checkpoints and output files by relative paths and placeholders; each test runs in a fresh folder where those
+paths exist, so the files themselves run as they are.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+from ding_lite.config import ConfigWarning, compile_config, read_config
+from ding_lite.data import load_demo
+from entry import collect_demo_data, serial_pipeline, serial_pipeline_sqil
+from envs import get_vec_env_setting
+from tests.conftest import ROOT, untrained_checkpoint
+
+DIZOO = pathlib.Path(os.environ.get('DING_LITE_DIZOO', os.path.join(ROOT, '..', 'shared', 'di_engine_dizoo')))
+pytestmark = [
+    pytest.mark.skipif(not DIZOO.is_dir(), reason=f"DI-engine's dizoo configs are not at {DIZOO} (they live in the "
+                                                  f"workspace's shared/ folder, beside a clone; DING_LITE_DIZOO "
+                                                  f"points elsewhere)"),
+    pytest.mark.filterwarnings('ignore::UserWarning'),  # CUDA fallbacks, DI-engine keys, gymnasium deprecations
+]
+SAC = ['ant_sac_config', 'bipedalwalker_sac_config', 'cartpole_sac_config', 'halfcheetah_sac_config',
+       'hopper_sac_config', 'lunarlander_cont_sac_config', 'lunarlander_discrete_sac_config', 'pendulum_sac_config',
+       'walker2d_sac_config']
+SQIL = {'halfcheetah_sqil_sac_config': 'halfcheetah_sac_config', 'hopper_sqil_sac_config': 'hopper_sac_config',
+        'walker2d_sqil_sac_config': 'walker2d_sac_config', 'pendulum_sqil_sac_config': 'pendulum_sac_config'}
+GYMNASIUM_ID = {'ant': 'Ant-v4', 'bipedalwalker': 'BipedalWalker-v3', 'cartpole': 'CartPole-v1',
+                'halfcheetah': 'HalfCheetah-v5', 'hopper': 'Hopper-v5', 'lunarlander_cont': 'LunarLanderContinuous-v3',
+                'lunarlander_discrete': 'LunarLander-v3', 'pendulum': 'Pendulum-v1', 'walker2d': 'Walker2d-v5'}
+LEARN_STEPS = 1000  # env steps of learning after each config's random warm-up
+
+
+def _path(name: str) -> str:
+    return str(DIZOO / f'{name}.py')
+
+
+def _warm_up(name: str) -> int:
+    return compile_config(*read_config(_path(name)), save_cfg=False).policy.random_collect_size
+
+
+def _untrained_checkpoint(name: str, path: pathlib.Path) -> None:
+    untrained_checkpoint(read_config(_path(name)), path)
+
+
+def _learned(name: str, tmp_path: pathlib.Path) -> pathlib.Path:
+    """The run folder of config ``name``, checked for an evaluation, a final checkpoint and learner statistics."""
+    run = tmp_path / read_config(_path(name))[0].exp_name
+    assert (run / 'log' / 'evaluator.csv').is_file() and (run / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    assert 'critic_loss' in (run / 'log' / 'learner.txt').read_text()  # it learned, not just collected
+    return run
+
+
+@pytest.mark.parametrize('name', SAC)
+def test_sac_config_runs_unchanged(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(ConfigWarning, match='skipped DI-engine import_names'):
+        policy = serial_pipeline(_path(name), seed=0, max_env_step=_warm_up(name) + LEARN_STEPS)
+    run = _learned(name, tmp_path)
+    main, create = read_config(str(run / 'total_config.py'))
+    assert create.import_names == [] and main.policy.type == read_config(_path(name))[1].policy.type
+    assert type(policy).__name__ == ('DiscreteSACPolicy' if main.env.type == 'cartpole' or 'discrete' in name
+                                     else 'SACPolicy')
+    env_cls, collector_cfgs, _ = get_vec_env_setting(main.env)
+    env = env_cls(collector_cfgs[0])
+    assert env.env_id == GYMNASIUM_ID[name[:-len('_sac_config')]]   # gym-era ids run on installed gymnasium
+    env.close()
+
+
+@pytest.mark.parametrize('name', sorted(SQIL))
+def test_sqil_config_runs_unchanged_with_its_expert_config(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    main, create = read_config(_path(name))
+    model_path = tmp_path / main.policy.collect.model_path      # DI-engine reads the expert there, not in its config
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    _untrained_checkpoint(SQIL[name], model_path)
+    serial_pipeline_sqil(_path(name), expert_cfg=_path(SQIL[name]), seed=0,
+                         max_env_step=_warm_up(name) + LEARN_STEPS)
+    learner_log = (_learned(name, tmp_path) / 'log' / 'learner.txt').read_text()
+    assert create.policy.type != 'sqil_sac' or 'expert_td_error' in learner_log
+
+
+def test_pendulum_data_generation_config_reads_its_paths(tmp_path, monkeypatch):
+    """DI-engine's names: the expert at ``collect.state_dict_path``, the output at ``collect.save_path``."""
+    monkeypatch.chdir(tmp_path)
+    name = 'pendulum_sac_data_generation_config'
+    collect = read_config(_path(name))[0].policy.collect
+    (tmp_path / collect.state_dict_path).parent.mkdir(parents=True)
+    _untrained_checkpoint(name, tmp_path / collect.state_dict_path)
+    header = collect_demo_data(_path(name), seed=0, collect_count=300)
+    batch, saved = load_demo(str(tmp_path / collect.save_path))
+    assert header['count'] == saved['count'] == 300 and saved['env_id'] == 'Pendulum-v1'
+    assert batch.obs.shape == (300, 3) and batch.reward.shape == (300,)
+
+
+def test_hopper_data_generation_config_with_placeholder_paths(tmp_path, monkeypatch):
+    """``learn.learner.load_path`` names the expert (DI-engine reads it there); the placeholders are files here."""
+    monkeypatch.chdir(tmp_path)
+    name = 'hopper_sac_data_generation_config'
+    main = read_config(_path(name))[0]
+    _untrained_checkpoint(name, tmp_path / main.policy.learn.learner.load_path)
+    collect_demo_data(_path(name), seed=0, collect_count=200)
+    batch, header = load_demo(str(tmp_path / main.policy.collect.save_path))
+    assert header['env_id'] == 'Hopper-v5' and batch.obs.shape == (200, 11) and batch.action.shape == (200, 3)
