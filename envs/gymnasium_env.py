@@ -39,7 +39,7 @@ class GymnasiumEnv(BaseEnv):
     episode starts from the same seed (DI-engine's evaluator convention).
     """
 
-    map_gym_era_ids = False  # DI-engine's env types run DI-engine's gym-era ids on their gymnasium versions
+    map_gym_era_ids = False  # True (DIEngineEnv): DI-engine's gym-era ids run on their gymnasium versions
     config = dict(
         env_id=None,
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
@@ -139,35 +139,37 @@ class GymnasiumEnv(BaseEnv):
         return f"GymnasiumEnv({self._cfg.env_id!r})"
 
 
-@ENV_REGISTRY.register('pendulum')
-class PendulumEnv(GymnasiumEnv):
-    """Pendulum-v1 (200-step episodes, truncated by time limit only)."""
+class DIEngineEnv(GymnasiumEnv):
+    """Base of DI-engine's env types: they take DI-engine's gym-era ids (``GYM_ERA_IDS``)."""
 
     map_gym_era_ids = True
+
+
+@ENV_REGISTRY.register('pendulum')
+class PendulumEnv(DIEngineEnv):
+    """Pendulum-v1 (200-step episodes, truncated by time limit only)."""
+
     config = dict(env_id='Pendulum-v1')
 
 
 @ENV_REGISTRY.register('cartpole')
-class CartPoleEnv(GymnasiumEnv):
+class CartPoleEnv(DIEngineEnv):
     """CartPole-v1 (terminates on failure, truncated at 500 steps)."""
 
-    map_gym_era_ids = True
     config = dict(env_id='CartPole-v1')
 
 
 @ENV_REGISTRY.register('lunarlander')
-class LunarLanderEnv(GymnasiumEnv):
-    """DI-engine's ``lunarlander`` type: LunarLander-v3 (Discrete(4)), or ``env_id='LunarLanderContinuous-v3'``."""
+class LunarLanderEnv(DIEngineEnv):
+    """LunarLander-v3 (Discrete(4)), or ``env_id='LunarLanderContinuous-v3'``."""
 
-    map_gym_era_ids = True
     config = dict(env_id='LunarLander-v3')
 
 
 @ENV_REGISTRY.register('bipedalwalker')
-class BipedalWalkerEnv(GymnasiumEnv):
-    """DI-engine's ``bipedalwalker`` type: BipedalWalker-v3, optionally with DI-engine's reward clip."""
+class BipedalWalkerEnv(DIEngineEnv):
+    """BipedalWalker-v3, optionally with DI-engine's reward clip."""
 
-    map_gym_era_ids = True
     config = dict(env_id='BipedalWalker-v3', rew_clip=False)  # True: the -100 fall penalty is learned as -10
 
     def _train_reward(self, reward: float) -> float:
@@ -175,10 +177,9 @@ class BipedalWalkerEnv(GymnasiumEnv):
 
 
 @ENV_REGISTRY.register('mujoco')
-class MujocoEnv(GymnasiumEnv):
-    """DI-engine's ``mujoco`` type: a gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant/Humanoid on v4)."""
+class MujocoEnv(DIEngineEnv):
+    """A gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant and Humanoid on v4)."""
 
-    map_gym_era_ids = True
     config = dict(norm_obs=dict(use_norm=False), norm_reward=dict(use_norm=False))  # DI-engine's keys; off only
 
     def __init__(self, cfg: dict | None = None) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ding_lite.config import ConfigError, compile_config, read_config, save_config
+from ding_lite.config import LEGACY_KEYS, ConfigError, ConfigWarning, compile_config, read_config, save_config
 
 pytestmark = pytest.mark.usefixtures('toy_registered')
 
@@ -130,3 +130,58 @@ def test_existing_run_folder_is_never_overwritten(tmp_path, monkeypatch):
     assert (tmp_path / 'exp' / 'total_config.py').read_text() == before
     assert (tmp_path / second.exp_name / 'total_config.py').is_file()
     assert compile_config(main, create_cfg=create, renew_dir=False).exp_name == 'exp'
+
+
+def test_di_engine_legacy_keys_are_used_or_ignored_with_a_warning():
+    main, create = _cfgs(nstep=1, discount_factor=0.97, expert_random_collect_size=100,
+                         collect=dict(save_path='demo.pt', data_type='hdf5'))
+    with pytest.warns(ConfigWarning) as record:
+        cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    messages = [str(w.message) for w in record]
+    for ignored in ('policy.nstep', 'policy.discount_factor', 'policy.collect.data_type'):
+        assert any(f"'{ignored}' is a DI-engine key that ding_lite does not use" in m for m in messages), ignored
+    assert 'nstep' not in cfg.policy and cfg.policy.learn.discount_factor == 0.99      # dropped, not merged
+    assert cfg.policy.collect.save_path == 'demo.pt' and cfg.policy.expert_random_collect_size == 100  # used
+    assert 'data_type' not in cfg.policy.collect
+    assert set(LEGACY_KEYS) >= {'policy.learn.reparameterization', 'policy.collect.state_dict_path'}
+
+
+def test_legacy_key_values_are_still_checked_and_unknown_keys_still_fail():
+    main, create = _cfgs(nstep=3)
+    with pytest.raises(ConfigError, match=r"'policy.nstep' must be 1 \(ding_lite computes one-step TD targets\)"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+    main, create = _cfgs(learn=dict(reparameterisation=True))      # not DI-engine's spelling: not on the list
+    with pytest.raises(ConfigError, match="unknown config key 'policy.learn.reparameterisation'"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+
+
+def test_di_engine_import_names_skipped_only_for_builtin_types():
+    main = dict(exp_name='exp', env=dict(), policy=dict(model=dict(obs_shape=3, action_shape=1)))
+    create = dict(env=dict(type='pendulum', import_names=['dizoo.classic_control.pendulum.envs.pendulum_env']),
+                  policy=dict(type='sac', import_names=['ding.policy.sac']))
+    with pytest.warns(ConfigWarning, match=r"skipped DI-engine import_names dizoo\..* \(env 'pendulum'\), "
+                                           r"ding.policy.sac \(policy 'sac'\)"):
+        cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    assert cfg.create_config.import_names == []
+    create['env'] = dict(type='my_dizoo_env', import_names=['dizoo.my_suite.envs'])   # ding_lite has no such type
+    with pytest.raises(ImportError, match="'dizoo.my_suite.envs' listed in import_names"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+
+
+def test_subprocess_manager_runs_in_process_with_a_warning():
+    main, create = _cfgs()
+    main['env']['manager'] = dict(shared_memory=False)
+    create['env_manager'] = dict(type='subprocess')
+    with pytest.warns(ConfigWarning, match="env_manager 'subprocess' is not available yet"):
+        cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    assert cfg.env.manager.type == 'base' and 'shared_memory' not in cfg.env.manager
+
+
+def test_config_module_imports_no_worker():
+    import ast
+    import pathlib
+    import ding_lite.config
+    tree = ast.parse(pathlib.Path(ding_lite.config.__file__).read_text())
+    modules = [node.module or '' for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    modules += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    assert not [m for m in modules if 'worker' in m]

@@ -72,3 +72,23 @@ def test_create_and_vec_setting():
     manager = create_env_manager({'type': 'base'}, [partial(env_cls, c) for c in evaluator_cfgs])
     assert isinstance(manager, BaseEnvManager) and manager.env_num == 2
     assert manager.action_space.shape == (1,)
+
+
+def test_static_seeds_give_each_episode_of_an_evaluation_its_own_start():
+    seeds = []
+
+    class Recording(PendulumEnv):
+        def seed(self, seed, dynamic_seed=True):
+            seeds.append(seed)
+            super().seed(seed, dynamic_seed)
+
+    manager = BaseEnvManager([partial(Recording, {'env_kwargs': {'max_episode_steps': 2}})] * 2)
+    manager.seed(10, dynamic_seed=False)
+    manager.launch()
+    seeds.clear()
+    for _ in range(4):                                            # two episodes per env
+        manager.step({i: np.zeros(1, np.float32) for i in manager.ready_obs})
+    assert seeds == [12, 13, 14, 15]                              # env i, episode k: 10 + i + 2k
+    seeds.clear()
+    manager.reset()                                               # the next evaluation: the same starts again
+    assert seeds[-2:] == [10, 11]

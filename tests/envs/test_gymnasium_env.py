@@ -72,3 +72,38 @@ def test_bad_env_id():
         GymnasiumEnv({})
     with pytest.raises(ValueError, match="cannot make gymnasium env 'NoSuchEnv-v0'"):
         GymnasiumEnv({'env_id': 'NoSuchEnv-v0'})
+
+
+@pytest.mark.parametrize('env_type, gym_era, installed', [
+    ('lunarlander', 'LunarLanderContinuous-v2', 'LunarLanderContinuous-v3'),
+    ('lunarlander', 'LunarLander-v2', 'LunarLander-v3'),
+    ('bipedalwalker', 'BipedalWalker-v3', 'BipedalWalker-v3'),
+    ('mujoco', 'Hopper-v3', 'Hopper-v5'),
+    ('mujoco', 'Ant-v3', 'Ant-v4'),
+])
+def test_di_engine_env_types_map_gym_era_ids(env_type, gym_era, installed, caplog):
+    import envs.gymnasium_env as module
+    module._logged_ids.discard(gym_era)
+    with caplog.at_level('WARNING', logger='envs.gymnasium_env'):
+        env = ENV_REGISTRY.get(env_type)({'env_id': gym_era})
+        ENV_REGISTRY.get(env_type)({'env_id': gym_era}).close()
+    assert env.env_id == installed
+    lines = [r.message for r in caplog.records if gym_era in r.message]
+    assert len(lines) == (0 if gym_era == installed else 1)           # one log line, however many envs
+    if gym_era == 'Ant-v3':
+        assert env.observation_space.shape == (111,)                  # DI-engine's Ant config: obs_shape 111
+    env.close()
+
+
+def test_the_plain_gymnasium_type_maps_nothing():
+    with pytest.raises(ValueError, match="cannot make gymnasium env 'Hopper-v3'"):
+        GymnasiumEnv({'env_id': 'Hopper-v3'})
+
+
+def test_bipedalwalker_reward_clip_and_mujoco_norm_keys():
+    from envs import BipedalWalkerEnv, MujocoEnv
+    env = BipedalWalkerEnv({'rew_clip': True})
+    assert env._train_reward(-100.0) == -10.0 and env._train_reward(3.0) == 3.0
+    assert BipedalWalkerEnv({})._train_reward(-100.0) == -100.0
+    with pytest.raises(ValueError, match='norm_obs.use_norm=True is not supported'):
+        MujocoEnv({'env_id': 'Hopper-v5', 'norm_obs': {'use_norm': True}})
