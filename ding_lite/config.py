@@ -56,7 +56,8 @@ _DI_ENGINE_PACKAGES = ('dizoo.', 'ding.')
 _CREATE_PARTS = {'env': ENV_REGISTRY, 'env_manager': ENV_MANAGER_REGISTRY, 'policy': POLICY_REGISTRY,
                  'replay_buffer': BUFFER_REGISTRY}
 # (field, key, registry, default type) of the worker sub-configs filled under policy
-_WORKERS = (('learn', 'learner', LEARNER_REGISTRY, 'base'), ('collect', 'collector', SERIAL_COLLECTOR_REGISTRY, 'sample'),
+_WORKERS = (('learn', 'learner', LEARNER_REGISTRY, 'base'),
+            ('collect', 'collector', SERIAL_COLLECTOR_REGISTRY, 'sample'),
             ('eval', 'evaluator', SERIAL_EVALUATOR_REGISTRY, 'interaction'))
 
 

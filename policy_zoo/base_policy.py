@@ -116,7 +116,8 @@ class Policy:
         env_ids = list(data)
         obs = default_collate(list(data.values()))
         obs = obs.to(self._device)
-        model.eval()
+        if model.training:  # the learn mode leaves the shared model in training mode
+            model.eval()
         try:
             output = model.forward(obs, mode='compute_actor', **kwargs)
         except NoValidActionError as error:

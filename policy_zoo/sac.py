@@ -87,8 +87,9 @@ class SACPolicy(Policy):
         return q if self._twin else q.unsqueeze(0)  # [E, B(, A)]
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
-        self._learn_model.train()                             # as DI-engine: Dropout / BatchNorm in training mode
-        self._target_model.train()
+        for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
+            if not model.training:
+                model.train()
         return preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
                                       use_priority_IS_weight=self._cfg.priority_IS_weight)
 

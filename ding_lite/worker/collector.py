@@ -56,12 +56,12 @@ class _SerialCollector:
         timesteps = self._env.step({i: out['action'] for i, out in output.items()})
         steps = []
         for env_id, timestep in timesteps.items():
-            reward = to_scalar(timestep.reward, f"env {env_id}'s reward")
+            reward = float(to_scalar(timestep.reward, f"env {env_id}'s reward"))
             done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
-            terminated = done and not timestep.info.get('TimeLimit.truncated', False)
+            terminated = done and not bool(timestep.info.get('TimeLimit.truncated', False))
             transition = self._policy.process_transition(obs[env_id], output[env_id],
-                                                         timestep._replace(reward=reward, done=bool(terminated)))
+                                                         timestep._replace(reward=reward, done=terminated))
             self._return[env_id] += reward
             self._length[env_id] += 1
             if done:
