@@ -17,7 +17,7 @@ from entry import collect_demo_data, serial_pipeline, serial_pipeline_sqil
 from envs import get_vec_env_setting
 from tests.conftest import ROOT, untrained_checkpoint
 
-DIZOO = pathlib.Path(os.environ.get('DING_LITE_DIZOO', os.path.join(ROOT, '..', 'shared', 'di_engine_dizoo')))
+DIZOO = pathlib.Path(os.environ.get('DING_LITE_DIZOO', os.path.join(ROOT, '..', 'shared', 'di_engine_dizoo'))).resolve()
 pytestmark = [
     pytest.mark.skipif(not DIZOO.is_dir(), reason=f"DI-engine's dizoo configs are not at {DIZOO} (they live in the "
                                                   f"workspace's shared/ folder, beside a clone; DING_LITE_DIZOO "
