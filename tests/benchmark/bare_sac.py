@@ -39,15 +39,16 @@ class BareSAC:
     """Twin critics, target critics with Polyak averaging, auto alpha in log space."""
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: int, lr_q: float, lr_pi: float, lr_alpha: float,
-                 gamma: float = 0.99, tau: float = 0.005) -> None:
-        self.actor = Actor(obs_dim, act_dim, hidden)
-        self.q1, self.q2 = mlp(obs_dim + act_dim, hidden, 1), mlp(obs_dim + act_dim, hidden, 1)
-        self.q1_t, self.q2_t = mlp(obs_dim + act_dim, hidden, 1), mlp(obs_dim + act_dim, hidden, 1)
+                 gamma: float = 0.99, tau: float = 0.005, device: str = 'cpu') -> None:
+        self.actor = Actor(obs_dim, act_dim, hidden).to(device)
+        self.q1, self.q2 = mlp(obs_dim + act_dim, hidden, 1).to(device), mlp(obs_dim + act_dim, hidden, 1).to(device)
+        self.q1_t = mlp(obs_dim + act_dim, hidden, 1).to(device)
+        self.q2_t = mlp(obs_dim + act_dim, hidden, 1).to(device)
         self.q1_t.load_state_dict(self.q1.state_dict())
         self.q2_t.load_state_dict(self.q2.state_dict())
         self.q_opt = torch.optim.Adam(list(self.q1.parameters()) + list(self.q2.parameters()), lr=lr_q)
         self.pi_opt = torch.optim.Adam(self.actor.parameters(), lr=lr_pi)
-        self.log_alpha = torch.zeros(1, requires_grad=True)
+        self.log_alpha = torch.zeros(1, device=device, requires_grad=True)
         with torch.no_grad():
             self.log_alpha.fill_(math.log(0.2))
         self.a_opt = torch.optim.Adam([self.log_alpha], lr=lr_alpha)

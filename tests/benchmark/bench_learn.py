@@ -1,10 +1,12 @@
 """SAC learn-step throughput: ``SACPolicy.learn_mode.forward`` against a bare PyTorch SAC update.
 
-Run: ``python -m tests.benchmark.bench_learn``. Same sizes, same process, interleaved rounds; reports updates/s
-and the framework/bare ratio (>= 1.0 means the framework adds nothing).
+Run: ``python -m tests.benchmark.bench_learn [--device cuda]``. Same sizes, same process, interleaved rounds;
+reports updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer
+lives on the GPU too, and each timing window ends with a synchronize.
 """
 from __future__ import annotations
 
+import argparse
 import time
 
 import torch
@@ -18,33 +20,36 @@ CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': (17, 6, 256, 256)
          'pendulum (obs 3, act 1, hidden 128, batch 128)': (3, 1, 128, 128)}
 
 
-def _policy(obs: int, act: int, hidden: int, batch: int) -> SACPolicy:
-    main = dict(exp_name='bench_learn', policy=dict(model=dict(
+def _policy(obs: int, act: int, hidden: int, batch: int, device: str) -> SACPolicy:
+    main = dict(exp_name='bench_learn', policy=dict(device=device, model=dict(
         obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden),
         learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False)
     return SACPolicy(cfg.policy, enable_field=['learn'])
 
 
-def _rate(fn, seconds: float) -> float:
+def _rate(fn, seconds: float, device: str) -> float:
+    sync = torch.cuda.synchronize if device.startswith('cuda') else (lambda: None)
     for _ in range(20):
         fn()
+    sync()
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         fn()
         n += 1
+    sync()
     return n / (time.perf_counter() - start)
 
 
-def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, float]:
+def run(seconds: float = 3.0, rounds: int = 3, device: str = 'cpu') -> dict[str, float]:
     results = {}
     for name, (obs, act, hidden, batch) in CASES.items():
-        buffer = ReplayBuffer({'replay_buffer_size': 10000})
+        buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
         buffer.push({'obs': torch.randn(10000, obs), 'action': torch.rand(10000, act) * 2 - 1,
                      'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                      'done': torch.zeros(10000, dtype=torch.bool)})
-        policy = _policy(obs, act, hidden, batch).learn_mode
-        bare = BareSAC(obs, act, hidden, 1e-3, 1e-3, 3e-4)
+        policy = _policy(obs, act, hidden, batch, device).learn_mode
+        bare = BareSAC(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
 
         def bare_step() -> None:
             b = buffer.sample(batch)
@@ -52,8 +57,8 @@ def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, float]:
 
         framework, baseline, ratios = [], [], []
         for _ in range(rounds):
-            framework.append(_rate(lambda: policy.forward(buffer.sample(batch)), seconds))
-            baseline.append(_rate(bare_step, seconds))
+            framework.append(_rate(lambda: policy.forward(buffer.sample(batch)), seconds, device))
+            baseline.append(_rate(bare_step, seconds, device))
             ratios.append(framework[-1] / baseline[-1])
         ratio = sorted(ratios)[len(ratios) // 2]
         print(f"{name}: framework {max(framework):.0f} updates/s, bare {max(baseline):.0f} updates/s, "
@@ -63,4 +68,6 @@ def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, float]:
 
 
 if __name__ == '__main__':
-    run()
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--device', default='cpu')
+    run(device=parser.parse_args().device)
