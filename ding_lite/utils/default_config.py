@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from easydict import EasyDict
 
