@@ -58,7 +58,7 @@ class BaseEnvManager:
         """Reset every env and the episode counters (``launch`` first if needed)."""
         if not self._envs:
             return self.launch(reset_param)
-        if self._seeds is not None:  # restart the seed sequence: evaluations see the same episodes
+        if self._seeds is not None and self._dynamic_seed:  # restart the sequence (static seeds: per episode)
             self.seed(self._seeds, self._dynamic_seed)
         self._episode_count = [0] * self.env_num
         self._ready_obs = {i: self._reset_env(i) for i in range(self.env_num)}
