@@ -48,7 +48,7 @@ LEGACY_KEYS: dict[str, str | None] = {
     'policy.collect.state_dict_path': "collect_demo_data: the expert's checkpoint when none is given",
     'policy.learn.learner.load_path': "collect_demo_data: the expert's checkpoint (where DI-engine reads it)",
     'policy.collect.data_type': None,              # demonstrations are always ding_lite demonstration files
-    'env.manager.shared_memory': None,             # the subprocess manager's options (not available yet)
+    'env.manager.shared_memory': None,             # the subprocess manager's options, given to another manager
     'env.manager.reset_inplace': None,
     'env.manager.context': None,
 }
@@ -219,8 +219,8 @@ def compile_config(
     ``main_cfg`` may also be a ``(main_config, create_config)`` pair. Types come from ``create_cfg``
     (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register. ``seed`` None
     takes the config's own ``seed`` (a saved ``total_config.py`` has one), else 0. With ``save_cfg`` and
-    ``renew_dir``, an ``exp_name`` folder that already holds a run gets a time suffix, so an earlier run's
-    checkpoints and logs are never overwritten.
+    ``renew_dir``, an ``exp_name`` folder that already exists gets a time suffix, so an earlier run's
+    checkpoints and logs are never touched.
     """
     if isinstance(main_cfg, (tuple, list)):
         main_cfg, create_cfg = main_cfg
@@ -242,7 +242,7 @@ def compile_config(
     cfg.create_config = EasyDict(
         env=dict(type=cfg.env.type), env_manager=dict(type=cfg.env.manager.type), policy=dict(type=policy.type),
         replay_buffer=dict(type=policy.other.replay_buffer.type), import_names=sorted(set(imported)))
-    if save_cfg and renew_dir and os.path.exists(os.path.join(cfg.exp_name, save_path)):
+    if save_cfg and renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path))
@@ -261,10 +261,19 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     policy = merge_strict(policy_default, policy_user, 'policy')
     policy.type = policy_type
     policy.other.replay_buffer.type = buffer_type
+    _check_batch_fits(policy)
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
     if policy.other.replay_buffer.get('device'):
         policy.other.replay_buffer.device = resolve_device(False, policy.other.replay_buffer.device)
     return policy
+
+
+def _check_batch_fits(policy: EasyDict) -> None:
+    batch_size = policy.get('learn', {}).get('batch_size')
+    capacity = policy.other.replay_buffer.get('replay_buffer_size')
+    if isinstance(batch_size, int) and isinstance(capacity, (int, float)) and batch_size > capacity:
+        raise ConfigError(f"policy.learn.batch_size={batch_size} is larger than the replay buffer's capacity "
+                          f"policy.other.replay_buffer.replay_buffer_size={capacity}: no batch could ever be drawn")
 
 
 def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
@@ -272,10 +281,6 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     env = EasyDict(ENV_REGISTRY.get(env_type).default_config()) if env_type else EasyDict()
     env.update(copy.deepcopy(env_user))
     manager_type = _type_of(create_cfg, env.get('manager') or {}, 'env_manager', 'base')
-    if manager_type == 'subprocess' and manager_type not in ENV_MANAGER_REGISTRY:
-        warnings.warn("env_manager 'subprocess' is not available yet: the envs run in this process ('base')",
-                      ConfigWarning, stacklevel=3)
-        manager_type = 'base'
     if manager_type in ENV_MANAGER_REGISTRY:
         manager = EasyDict(ENV_MANAGER_REGISTRY.get(manager_type).default_config())
         env.manager = merge_strict(manager, env.get('manager') or {}, 'env.manager')

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 MODES = ('serial', 'eval', 'collect_demo', 'serial_sqil')
 
@@ -18,7 +19,8 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='ding_lite', description='Train or evaluate a ding_lite config.')
+    parser = argparse.ArgumentParser(prog='ding_lite', description='Train or evaluate a ding_lite config. '
+                                     'Config files are Python and run as code: only use configs you trust.')
     parser.add_argument('-m', '--mode', required=True, choices=MODES, help='what to run')
     parser.add_argument('-c', '--config', required=True, help='config file (.py with main_config/create_config)')
     parser.add_argument('-s', '--seed', type=int, default=None,
@@ -26,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-env-step', type=_positive_int, default=int(1e10), help='stop after N env steps')
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
+    parser.add_argument('--resume', nargs='?', const=True, default=False, metavar='PATH',
+                        help="serial / serial_sqil: continue the newest complete checkpoint of the config's "
+                             "exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
     parser.add_argument('--load-path', default=None, help='checkpoint to evaluate or to collect demonstrations with')
     parser.add_argument('--expert-data-path', default=None,
                         help='demonstration file to write (collect_demo) or to learn from (serial_sqil)')
@@ -35,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--demo-sampled', action='store_true',
                         help="collect_demo sampling from the expert's distribution (no exploration schedule) "
                              "instead of its deterministic actions")
+    parser.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
 
@@ -45,10 +51,28 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('-m collect_demo needs --load-path, --expert-data-path and --collect-count')
     if args.mode == 'serial_sqil' and bool(args.expert_data_path) == bool(args.expert_config):
         parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
+    if args.resume and args.mode not in ('serial', 'serial_sqil'):
+        parser.error(f'--resume continues a training run (-m serial or serial_sqil), not -m {args.mode}')
+    try:
+        _run(args)
+    except KeyboardInterrupt:
+        print('ding_lite: interrupted', file=sys.stderr)
+        return 130
+    except Exception as error:  # one clear line at the CLI; --debug shows where it came from
+        if args.debug:
+            traceback.print_exc()
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"ding_lite: error: {type(error).__name__}: {message}"
+              + ('' if args.debug else '  (--debug shows the traceback)'), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
     if args.mode == 'serial':
         from .serial_entry import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
-                        max_train_iter=args.max_train_iter)
+                        max_train_iter=args.max_train_iter, resume=args.resume)
     elif args.mode == 'eval':
         from .application import eval
         eval(args.config, seed=args.seed, load_path=args.load_path)
@@ -61,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         from .serial_entry_sqil import serial_pipeline_sqil
         serial_pipeline_sqil(args.config, expert_cfg=args.expert_config, seed=args.seed,
                              expert_data_path=args.expert_data_path, max_env_step=args.max_env_step,
-                             max_train_iter=args.max_train_iter)
-    return 0
+                             max_train_iter=args.max_train_iter, resume=args.resume)
 
 
 if __name__ == '__main__':

@@ -13,23 +13,24 @@ from ding_lite.config import ConfigError
 from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_pkg_seed
-from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_serial_collector
+from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
-from .utils import build_envs, check_spaces, compile_input, random_collect
+from .utils import build_envs, check_spaces, compile_run, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
                     model: nn.Module | None = None, max_train_iter: int = int(1e10),
-                    max_env_step: int = int(1e10)) -> Policy:
+                    max_env_step: int = int(1e10), resume: bool | str = False) -> Policy:
     """Train the config's policy serially; returns the trained policy (DI-engine's signature).
 
     ``input_cfg`` is a config file path or a ``(main_config, create_config)`` pair; ``env_setting`` an optional
     ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)`` replacing the registered env. With
     ``policy.other.offline_buffer.path`` set, each batch mixes that file's transitions (real rewards) at ``ratio``.
-    ``seed`` None runs the config's own seed (a saved ``total_config.py`` records it), else 0.
+    ``seed`` None runs the config's own seed (a saved ``total_config.py`` records it), else 0. ``resume`` True
+    continues the newest complete checkpoint of ``exp_name`` (``ckpt/latest``); a path continues that checkpoint.
     """
-    cfg = compile_input(input_cfg, seed)
+    cfg, resume_path = compile_run(input_cfg, seed, resume)
     offline = cfg.policy.other.offline_buffer
     if offline.path and not 0 < offline.ratio < 1:
         raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
@@ -39,6 +40,8 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
         if offline.path:
             sample = mixed_sampler([(run.buffer, 1 - offline.ratio),
                                     (load_demo_buffer(cfg, run, offline.path), offline.ratio)])
+        if resume_path:
+            run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step)
     return run.policy
 
@@ -54,12 +57,33 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
-    return SimpleNamespace(
+    run = SimpleNamespace(
         policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector, evaluator=evaluator,
-        learner=BaseLearner(cfg.policy.learn.learner, policy.learn_mode, **kwargs),
+        learner=create_learner(cfg.policy.learn.learner, policy=policy.learn_mode, **kwargs),
         buffer=BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer, **kwargs),
-        closables=[collector, evaluator, tb_logger],
+        loop=RunLoop(cfg.seed), closables=[collector, evaluator, tb_logger],
     )
+    learner = run.learner
+    for name, part in (('collector', collector), ('evaluator', evaluator), ('loop', run.loop)):
+        learner.attach(name, part)
+    learner.attach('replay_buffer', run.buffer, buffer=True)
+    learner.save_replay_buffer = cfg.policy.other.replay_buffer.save_replay_buffer
+    learner.priority_buffer = run.buffer if hasattr(run.buffer, 'update') else None
+    return run
+
+
+class RunLoop:
+    """Where the pipeline's loop stands: learn steps left of the current collect round (a resume point can fall
+    inside one) and the run's seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed, self.updates_left = seed, 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {'seed': self.seed, 'updates_left': self.updates_left}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.updates_left = state['updates_left']
 
 
 @contextlib.contextmanager
@@ -84,35 +108,42 @@ def load_demo_buffer(cfg: EasyDict, run: SimpleNamespace, path: str) -> ReplayBu
 def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
                  max_env_step: int, after_collect: Callable[[], None] | None = None) -> None:
     """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise."""
-    learner, collector, evaluator = run.learner, run.collector, run.evaluator
+    learner, collector, evaluator, loop = run.learner, run.collector, run.evaluator, run.loop
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
-    if cfg.policy.random_collect_size > 0 and learner.train_iter == 0:
+    if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
         random_collect(cfg.policy, collector, run.policy.collect_mode, run.buffer, run.collector_env.action_space,
                        cfg.seed)
-    learn = cfg.policy.learn
     with _progress(cfg, collector, max_env_step) as bar:
         while True:
-            if evaluator.should_eval(learner.train_iter):
-                stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-                bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
-                if stop:
-                    break
-            run.buffer.push(collector.collect(cfg.policy.collect.n_sample, train_iter=learner.train_iter))
-            if after_collect is not None:
-                after_collect()
-            bar.update(collector.envstep - bar.n)
-            for _ in range(learn.update_per_collect):
-                batch = sample(learn.batch_size) if run.buffer.count() >= learn.batch_size else None
-                if batch is None:
-                    break
-                learner.train(batch, collector.envstep)
-                if learner.priority_info is not None:
-                    run.buffer.update(learner.priority_info)
+            if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
+                if evaluator.should_eval(learner.train_iter):
+                    stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+                    bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
+                    if stop:
+                        break
+                run.buffer.push(collector.collect(cfg.policy.collect.n_sample, train_iter=learner.train_iter))
+                if after_collect is not None:
+                    after_collect()
+                bar.update(collector.envstep - bar.n)
+                loop.updates_left = cfg.policy.learn.update_per_collect
+            _learn_round(cfg, run, sample)
             if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
                 break
     learner.call_hook('after_run')
     _summarise(cfg, learner, collector, evaluator)
+
+
+def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:
+    """The learn steps left of this collect round (fewer while the buffer holds less than a batch)."""
+    batch_size, loop = cfg.policy.learn.batch_size, run.loop
+    while loop.updates_left > 0:
+        loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
+        batch = sample(batch_size) if run.buffer.count() >= batch_size else None
+        if batch is None:
+            loop.updates_left = 0
+            break
+        run.learner.train(batch, run.collector.envstep)
 
 
 def _progress(cfg: EasyDict, collector: Any, max_env_step: int) -> tqdm:

@@ -14,21 +14,22 @@ from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy, create_policy
 from .serial_entry import build_serial, closing, load_demo_buffer, train_serial
-from .utils import build_envs, compile_input, expert_mode
+from .utils import build_envs, compile_input, compile_run, expert_mode
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
                          seed: int | None = None, expert_data_path: str | None = None,
                          env_setting: list | None = None, model: nn.Module | None = None,
                          expert_model: nn.Module | None = None, max_train_iter: int = int(1e10),
-                         max_env_step: int = int(1e10)) -> Policy:
+                         max_env_step: int = int(1e10), resume: bool | str = False) -> Policy:
     """Train with SQIL batches; demonstrations come from ``expert_data_path`` (a ``collect_demo_data`` file,
     preferred) or from an expert policy acting greedily beside the agent (DI-engine's way: ``expert_cfg``, with
-    the checkpoint at ``policy.collect.model_path`` of this config or of the expert config)."""
+    the checkpoint at ``policy.collect.model_path`` of this config or of the expert config). ``resume`` as in
+    ``serial_pipeline``."""
     if (expert_data_path is None) == (expert_cfg is None):
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
-    cfg = compile_input(input_cfg, seed)
+    cfg, resume_path = compile_run(input_cfg, seed, resume)
     run = build_serial(cfg, env_setting, model)
     with closing(run):
         if expert_data_path is not None:
@@ -37,14 +38,16 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
                 warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
                               ConfigWarning, stacklevel=2)
         else:
-            demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run)
+            demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run, resume_path)
         sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
+        if resume_path:
+            run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
 
 
 def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Module | None,
-                   run: SimpleNamespace) -> tuple[ReplayBuffer, Callable[[], None]]:
+                   run: SimpleNamespace, resume_path: str | None) -> tuple[ReplayBuffer, Callable[[], None]]:
     """A trained expert acting greedily beside the agent: ``n_sample`` transitions per agent collect, after
     ``expert_random_collect_size`` up front. Returns the demonstration buffer and the per-collect callback."""
     expert = compile_input(expert_cfg, cfg.seed, save_cfg=False)
@@ -60,6 +63,8 @@ def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Modu
     run.closables.append(collector)
     demos = ReplayBuffer({'replay_buffer_size': cfg.policy.other.replay_buffer.replay_buffer_size,
                           'device': str(run.buffer.device)})
-    if cfg.policy.get('expert_random_collect_size'):
+    run.learner.attach('expert_collector', collector)
+    run.learner.attach('expert_buffer', demos, buffer=True)
+    if cfg.policy.get('expert_random_collect_size') and resume_path is None:
         demos.push(collector.collect(cfg.policy.expert_random_collect_size))
     return demos, lambda: demos.push(collector.collect(cfg.policy.collect.n_sample))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -11,6 +12,8 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.worker import load_checkpoint
+from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
 from policy_zoo import Policy, get_policy_cls
 
@@ -23,6 +26,45 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any
         raise ConfigError(f"input_cfg must be a config file path or a (main_config, create_config) pair, "
                           f"got {type(input_cfg).__name__}")
     return compile_config(input_cfg[0], create_cfg=input_cfg[1], seed=seed, **kwargs)
+
+
+def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str) -> tuple[EasyDict, str | None]:
+    """The compiled config of a training run and, when resuming, the checkpoint to continue.
+
+    A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into its ``exp_name`` folder
+    and takes the seed its checkpoint records (a different ``seed`` is an error).
+    """
+    if not resume:
+        return compile_input(input_cfg, seed), None
+    cfg = compile_input(input_cfg, seed, save_cfg=False)
+    path = find_resume_point(cfg.exp_name if resume is True else str(resume))
+    run_seed = load_checkpoint(path).get('run', {}).get('loop', {}).get('seed', cfg.seed)
+    if seed is not None and seed != run_seed:
+        raise ConfigError(f"--seed {seed} differs from the seed {run_seed} of the run being resumed ({path}); "
+                          f"leave it out or give {run_seed}")
+    if run_seed != cfg.seed:
+        cfg = compile_input(input_cfg, run_seed, save_cfg=False)
+    return cfg, path
+
+
+def find_resume_point(where: str) -> str:
+    """The checkpoint ``where`` names: a checkpoint file, or an experiment (or its ``ckpt``) folder, whose
+    ``ckpt/latest`` names the newest complete checkpoint. Temp files a kill left behind are removed."""
+    if os.path.isfile(where):
+        return where
+    ckpt_dir = where if os.path.basename(os.path.normpath(where)) == 'ckpt' else os.path.join(where, 'ckpt')
+    latest = os.path.join(ckpt_dir, LATEST)
+    if not os.path.isfile(latest):
+        raise FileNotFoundError(f"nothing to resume: {latest} does not exist (no complete checkpoint of "
+                                f"{where!r} was written yet); run without --resume to start a new run")
+    with open(latest) as f:
+        path = os.path.join(ckpt_dir, f.read().strip())
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"nothing to resume: {latest} names {path}, which does not exist")
+    for name in os.listdir(ckpt_dir):
+        if name.startswith('.') and name.endswith('.tmp'):
+            os.remove(os.path.join(ckpt_dir, name))
+    return path
 
 
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:

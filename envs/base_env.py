@@ -47,6 +47,14 @@ class BaseEnv(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def state_dict(self) -> dict:
+        """The random state a ``reset`` starts from (seeds, generators): env managers take it just before each
+        reset so that a resumed run replays the current episode exactly. ``{}``: nothing to restore."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` returned."""
+
     @property
     @abc.abstractmethod
     def observation_space(self) -> Any: ...

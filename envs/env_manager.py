@@ -1,18 +1,28 @@
 """Env managers: N envs behind one ``{env_id: ...}`` interface, reset automatically at episode ends."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
+import numpy as np
+import torch
 from easydict import EasyDict
 
 from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
+from ding_lite.utils.checkpoint import to_safe
 from ding_lite.utils.default_config import class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvTimestep
+
+logger = logging.getLogger(__name__)
 
 
 @ENV_MANAGER_REGISTRY.register('base')
 class BaseEnvManager:
-    """All envs in this process, stepped one after another."""
+    """All envs in this process, stepped one after another.
+
+    Subclasses change where the envs live through the ``_env_*`` primitives; seeding, resets with retries,
+    episode counting and the resume state are shared.
+    """
 
     config = dict(
         type='base',
@@ -32,15 +42,55 @@ class BaseEnvManager:
         self._env_fn = list(env_fn)
         self.env_num = len(self._env_fn)
         self._envs: list[BaseEnv] = []
+        self._launched = False
         self._seeds: list[int] | None = None
         self._dynamic_seed = True
         self._ready_obs: dict[int, Any] = {}
         self._episode_count = [0] * self.env_num
+        self._actions: list[list[Any]] = [[] for _ in range(self.env_num)]  # since each env's reset (resume)
+        self._reset_state: list[dict] = [{} for _ in range(self.env_num)]   # each env's state before that reset
 
-    def launch(self, reset_param: dict | None = None) -> None:
-        """Create (if needed), seed and reset every env."""
+    # ---- primitives: where the envs live (overridden by SubprocessEnvManager) ----
+    def _env_create(self) -> None:
         if not self._envs:
             self._envs = [fn() for fn in self._env_fn]
+
+    def _env_seed(self, env_id: int, seed: int, dynamic_seed: bool) -> None:
+        self._envs[env_id].seed(seed, dynamic_seed)
+
+    def _env_reset(self, env_id: int) -> tuple[Any, dict]:
+        """``(obs, the env's state just before the reset)``."""
+        env = self._envs[env_id]
+        state = env.state_dict() if hasattr(env, 'state_dict') else {}
+        return env.reset(), state
+
+    def _env_load_state(self, env_id: int, state: dict) -> None:
+        if state and hasattr(self._envs[env_id], 'load_state_dict'):
+            self._envs[env_id].load_state_dict(state)
+
+    def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        return {env_id: self._envs[env_id].step(action) for env_id, action in actions.items()}
+
+    def _env_recreate(self, env_id: int) -> None:
+        try:
+            self._envs[env_id].close()
+        except Exception:  # closing a broken env may fail too; it is discarded anyway
+            pass
+        self._envs[env_id] = self._env_fn[env_id]()
+
+    def _env_close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs = []
+
+    # ---- the interface ----
+    def launch(self, reset_param: dict | None = None) -> None:
+        """Create (if needed), seed and reset every env."""
+        if not self._launched:
+            self._env_create()
+            self._launched = True
+            if self._seeds is not None:
+                self.seed(self._seeds, self._dynamic_seed)
         self.reset(reset_param)
 
     def seed(self, seed: int | list[int], dynamic_seed: bool = True) -> None:
@@ -51,12 +101,13 @@ class BaseEnvManager:
         """
         self._seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed + i for i in range(self.env_num)]
         self._dynamic_seed = dynamic_seed
-        for i, env in enumerate(self._envs):
-            env.seed(self._seeds[i], dynamic_seed)
+        if self._launched:
+            for i in range(self.env_num):
+                self._env_seed(i, self._seeds[i], dynamic_seed)
 
     def reset(self, reset_param: dict | None = None) -> None:
         """Reset every env and the episode counters (``launch`` first if needed)."""
-        if not self._envs:
+        if not self._launched:
             return self.launch(reset_param)
         if self._seeds is not None and self._dynamic_seed:  # restart the sequence (static seeds: per episode)
             self.seed(self._seeds, self._dynamic_seed)
@@ -64,25 +115,20 @@ class BaseEnvManager:
         self._ready_obs = {i: self._reset_env(i) for i in range(self.env_num)}
 
     def _reset_env(self, env_id: int) -> Any:
-        if self._seeds is not None and not self._dynamic_seed:
-            self._envs[env_id].seed(self._episode_seed(env_id), False)
         for attempt in range(self._cfg.max_retry + 1):
             try:
-                return self._envs[env_id].reset()
+                if self._seeds is not None and (attempt or not self._dynamic_seed):
+                    self._env_seed(env_id, self._episode_seed(env_id), self._dynamic_seed)
+                obs, self._reset_state[env_id] = self._env_reset(env_id)
+                self._actions[env_id] = []
+                return obs
             except Exception as error:  # an env may fail for any reason; rebuild it and retry
                 if attempt == self._cfg.max_retry:
-                    raise RuntimeError(f"env {env_id} failed to reset after {attempt + 1} tries: {error}") from error
-                self._recreate(env_id)
+                    raise RuntimeError(f"env {env_id} failed to reset after {attempt + 1} tries "
+                                       f"(max_retry={self._cfg.max_retry}); last error: {error}") from error
+                logger.warning(f"env {env_id} failed to reset ({error}); re-creating it")
+                self._env_recreate(env_id)
         raise AssertionError('unreachable')
-
-    def _recreate(self, env_id: int) -> None:
-        try:
-            self._envs[env_id].close()
-        except Exception:  # closing a broken env may fail too; it is discarded anyway
-            pass
-        self._envs[env_id] = self._env_fn[env_id]()
-        if self._seeds is not None:
-            self._envs[env_id].seed(self._episode_seed(env_id), self._dynamic_seed)
 
     def _episode_seed(self, env_id: int) -> int:
         if self._dynamic_seed:
@@ -95,14 +141,16 @@ class BaseEnvManager:
         return dict(self._ready_obs)
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
-        timesteps = {}
-        for env_id, action in actions.items():
+        """Step the given envs. A timestep with ``info['abnormal']`` ends an episode that broke off (the env
+        was restarted): it is no transition, and the env's next obs starts a new episode."""
+        for env_id in actions:
             if env_id not in self._ready_obs:
                 raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished)")
-            timestep = self._envs[env_id].step(action)
-            timesteps[env_id] = timestep
+        timesteps = self._env_step(actions)
+        for env_id, timestep in timesteps.items():
             if not timestep.done:
                 self._ready_obs[env_id] = timestep.obs
+                self._actions[env_id].append(actions[env_id])
                 continue
             self._episode_count[env_id] += 1
             if self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num:
@@ -116,30 +164,67 @@ class BaseEnvManager:
         return all(count >= self._cfg.episode_num for count in self._episode_count)
 
     def close(self) -> None:
-        for env in self._envs:
-            env.close()
-        self._envs, self._ready_obs = [], {}
+        self._env_close()
+        self._launched, self._ready_obs = False, {}
 
-    def _first_env(self) -> BaseEnv:
-        if not self._envs:
-            self._envs = [fn() for fn in self._env_fn]
-        return self._envs[0]
+    # ---- resume ----
+    def state_dict(self) -> dict[str, Any]:
+        """Seeds, episode counts, and per ready env its state before the last reset plus the actions since."""
+        envs = {}
+        for env_id, obs in self._ready_obs.items():
+            actions = [torch.as_tensor(np.asarray(a)) for a in self._actions[env_id]]
+            envs[env_id] = {'reset_state': to_safe(self._reset_state[env_id]), 'obs': to_safe(obs),
+                            'actions': torch.stack(actions) if actions else None}
+        return {'seeds': self._seeds, 'dynamic_seed': self._dynamic_seed, 'episode_count': list(self._episode_count),
+                'envs': envs}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue where ``state_dict`` was taken: reset each env from its saved state and replay its actions."""
+        if not self._launched:
+            self.launch()
+        self._seeds, self._dynamic_seed = state['seeds'], state['dynamic_seed']
+        self._episode_count = list(state['episode_count'])
+        envs = {int(k): v for k, v in state['envs'].items()}
+        self._ready_obs = {}
+        for env_id, env_state in envs.items():
+            self._env_load_state(env_id, env_state['reset_state'])
+            self._ready_obs[env_id], self._reset_state[env_id] = self._env_reset(env_id)
+            self._actions[env_id] = []
+        longest = max((len(s['actions']) for s in envs.values() if s['actions'] is not None), default=0)
+        for k in range(longest):
+            actions = {i: s['actions'][k] for i, s in envs.items() if s['actions'] is not None and len(s['actions']) > k}
+            for env_id, timestep in self._env_step(actions).items():
+                self._ready_obs[env_id] = timestep.obs
+                self._actions[env_id].append(actions[env_id])
+        for env_id, env_state in envs.items():
+            if not _same(self._ready_obs[env_id], env_state['obs']):
+                logger.warning(f"env {env_id} did not replay its episode exactly (a non-deterministic env?): the "
+                               f"resumed run continues from where the replay led")
 
     @property
     def observation_space(self) -> Any:
-        return self._first_env().observation_space
+        return self.env_ref.observation_space
 
     @property
     def action_space(self) -> Any:
-        return self._first_env().action_space
+        return self.env_ref.action_space
 
     @property
     def reward_space(self) -> Any:
-        return self._first_env().reward_space
+        return self.env_ref.reward_space
 
     @property
     def env_ref(self) -> BaseEnv:
-        return self._first_env()
+        """An env of this manager's kind, for its spaces and id."""
+        self._env_create()
+        return self._envs[0]
+
+
+def _same(obs: Any, saved: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(obs), np.asarray(saved)))
+    except (TypeError, ValueError):  # structured observations: not compared
+        return True
 
 
 def create_env_manager(manager_cfg: dict, env_fn: list[Callable[[], BaseEnv]]) -> BaseEnvManager:

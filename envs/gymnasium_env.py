@@ -74,6 +74,13 @@ class GymnasiumEnv(BaseEnv):
         self._rng = np.random.default_rng(self._seed)
         self._action_space.seed(self._seed)
 
+    def state_dict(self) -> dict:
+        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': self._rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
+        self._rng.bit_generator.state = state['rng']
+
     def reset(self) -> np.ndarray:
         if self._seed is None:
             seed = None

@@ -13,7 +13,8 @@ from ..utils.default_config import class_default_config, with_defaults
 from ..utils.device import resolve_device
 from .collate import Batch, default_collate, flatten_batch, unflatten_batch
 
-BUFFER_FILE_VERSION = 1
+BUFFER_FILE_VERSION = 2
+BUFFER_KIND = 'ding_lite.replay_buffer'
 
 
 @BUFFER_REGISTRY.register('naive')
@@ -24,6 +25,7 @@ class ReplayBuffer:
         type='naive',
         replay_buffer_size=10000,  # transitions kept; the oldest are overwritten
         device='cpu',              # where the storage lives ('cuda' keeps sampled batches on the GPU)
+        save_replay_buffer=True,   # resume checkpoints carry the buffer, in a file beside them (ML-Agents' default)
     )
 
     @classmethod
@@ -106,35 +108,56 @@ class ReplayBuffer:
                 raise ValueError(f"field {'.'.join(path)!r} has per-transition shape {tuple(value.shape[1:])}, "
                                  f"but the buffer was created with {tuple(expected)} by its first push")
 
-    def _chronological_index(self) -> Tensor:
-        return (torch.arange(self._count, device=self.device) + (self._ptr - self._count)) % self.size
+    def state_dict(self) -> dict[str, Any]:
+        """The ring as it is (slots, write position, per-slot state) as CPU tensors: ``load_state_dict`` into a
+        buffer of the same size restores it exactly, so a resumed run samples what an uninterrupted one would."""
+        slots = torch.arange(self._count, device=self.device)
+        return {'version': BUFFER_FILE_VERSION, 'kind': BUFFER_KIND, 'size': self.size, 'ptr': self._ptr,
+                'count': self._count, 'data': {k: v[:self._count].cpu() for k, v in self._storage.items()},
+                'extra': self._extra_state(slots)}
 
-    def save(self, path: str) -> None:
-        """Write the stored transitions (oldest first, with any per-slot state) to ``path`` atomically."""
-        index = self._chronological_index()
-        data = {k: v.index_select(0, index).cpu() for k, v in self._storage.items()}
-        save_file(path, {'version': BUFFER_FILE_VERSION, 'kind': 'ding_lite.replay_buffer', 'data': data,
-                         'extra': self._extra_state(index)})
-
-    def load(self, path: str) -> None:
-        """Replace the contents with a file written by ``save``; the newest win if there are too many."""
-        state = load_file(path, 'replay buffer file')
-        if not isinstance(state, dict) or state.get('kind') != 'ding_lite.replay_buffer':
-            raise ValueError(f"{path} is not a ding_lite replay buffer file")
-        if state.get('version') != BUFFER_FILE_VERSION:
-            raise ValueError(f"{path} has buffer file version {state.get('version')}, expected {BUFFER_FILE_VERSION}")
+    def load_state_dict(self, state: dict[str, Any], source: str = 'replay buffer state') -> None:
+        """Replace the contents with ``state_dict()``'s (or an older file's); a buffer of another size keeps the
+        newest transitions in order."""
+        if not isinstance(state, dict) or state.get('kind') != BUFFER_KIND:
+            raise ValueError(f"{source} is not a ding_lite replay buffer file")
+        if state.get('version') not in (1, BUFFER_FILE_VERSION):
+            raise ValueError(f"{source} has buffer file version {state.get('version')}, expected "
+                             f"{BUFFER_FILE_VERSION}")
         self.clear()
         self._storage = {}
-        if state['data'] and _batch_len(state['data']) > 0:
-            self.push(unflatten_batch(state['data']))
-            self._load_extra_state(state.get('extra') or {}, self._count)
+        data = state['data']
+        if not data or _batch_len(data) == 0:
+            return
+        count = _batch_len(data)
+        ptr = state.get('ptr', count)  # version 1 files hold the transitions oldest first
+        if state.get('size') == self.size:
+            self._allocate(data)
+            for path, value in data.items():
+                self._storage[path][:count] = value.to(self.device)
+            self._ptr, self._count = ptr, count
+            self._load_extra_state(state.get('extra') or {}, torch.arange(count))
+            return
+        order = (torch.arange(count) + ptr - count) % count  # oldest first
+        self.push(unflatten_batch({k: v.index_select(0, order) for k, v in data.items()}))
+        extra = {k: v.index_select(0, order)[-self._count:] if isinstance(v, Tensor) and v.dim() else v
+                 for k, v in (state.get('extra') or {}).items()}
+        self._load_extra_state(extra, torch.arange(self._count))
 
-    def _extra_state(self, index: Tensor) -> dict[str, Any]:
-        """Per-slot state to save beside the transitions, in the order of ``index`` (none here)."""
+    def save(self, path: str) -> None:
+        """Write ``state_dict()`` to ``path`` atomically."""
+        save_file(path, self.state_dict())
+
+    def load(self, path: str) -> None:
+        """Replace the contents with a file written by ``save``."""
+        self.load_state_dict(load_file(path, 'replay buffer file'), path)
+
+    def _extra_state(self, slots: Tensor) -> dict[str, Any]:
+        """Per-slot state to save beside the transitions of ``slots`` (none here)."""
         return {}
 
-    def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
-        """Restore ``_extra_state``; the newest ``kept`` entries now sit in slots ``0..kept-1``."""
+    def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
+        """Restore ``_extra_state``: its per-slot entries now belong to ``slots``."""
 
 
 def create_buffer(cfg: dict, *args: Any, **kwargs: Any) -> ReplayBuffer:

@@ -72,15 +72,15 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._max_priority = torch.maximum(self._max_priority, priority.max())  # stays a tensor: no sync
         self._set_priority(index, priority)
 
-    def _extra_state(self, index: Tensor) -> dict[str, Any]:
-        return {'priority': self._priority[index].cpu(), 'max_priority': self._max_priority.cpu(), 'beta': self.beta}
+    def _extra_state(self, slots: Tensor) -> dict[str, Any]:
+        return {'priority': self._priority[slots].cpu(), 'max_priority': self._max_priority.cpu(), 'beta': self.beta}
 
-    def _load_extra_state(self, extra: dict[str, Any], kept: int) -> None:
+    def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
         if 'priority' not in extra:
             return
-        self._max_priority = extra['max_priority'].to(self.device)
+        self.update({'replay_buffer_idx': slots, 'priority': extra['priority']})
+        self._max_priority = extra['max_priority'].to(self.device, torch.float64)
         self.beta = extra['beta']
-        self.update({'replay_buffer_idx': torch.arange(kept), 'priority': extra['priority'][-kept:]})
 
     def clear(self) -> None:
         super().clear()

@@ -1,8 +1,9 @@
 """Seeding, crash-safe file I/O and device resolution."""
 from __future__ import annotations
 
-from .checkpoint import atomic_write_text, load_file, save_file
+from .checkpoint import atomic_write_text, load_file, save_file, to_safe
 from .device import resolve_device
-from .seed import set_pkg_seed
+from .seed import get_rng_state, set_deterministic, set_pkg_seed, set_rng_state
 
-__all__ = ['atomic_write_text', 'load_file', 'save_file', 'resolve_device', 'set_pkg_seed']
+__all__ = ['atomic_write_text', 'load_file', 'save_file', 'to_safe', 'resolve_device', 'set_pkg_seed',
+           'get_rng_state', 'set_rng_state', 'set_deterministic']

@@ -1,11 +1,30 @@
-"""Crash-safe file writes: write a temp file beside the target, fsync, then rename over it."""
+"""Crash-safe file I/O: write a temp file beside the target, fsync, rename over it, fsync the directory.
+
+Files are read back with ``torch.load(weights_only=True)``: tensors and plain containers only, never pickled code.
+"""
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 from typing import Any, Callable
 
+import numpy as np
 import torch
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _atomic(path: str, write: Callable[[Any], None], mode: str) -> None:
@@ -23,6 +42,7 @@ def _atomic(path: str, write: Callable[[Any], None], mode: str) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+    _fsync_dir(directory)
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -31,15 +51,36 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def save_file(path: str, obj: Any) -> None:
-    """``torch.save`` to ``path`` atomically."""
+    """``torch.save`` to ``path`` atomically; ``obj`` must hold only tensors and plain containers (see
+    ``to_safe``), so that ``load_file`` can read it without unpickling code."""
     _atomic(path, lambda f: torch.save(obj, f), 'wb')
 
 
 def load_file(path: str, what: str = 'checkpoint') -> Any:
-    """``torch.load`` with a clear error for a missing or unreadable file."""
+    """``torch.load(weights_only=True)`` with one clear error for a missing, unreadable or unsafe file."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
-        return torch.load(path, map_location='cpu', weights_only=False)
+        return torch.load(path, map_location='cpu', weights_only=True)
+    except pickle.UnpicklingError as error:
+        unsafe = next((line.strip() for line in str(error).splitlines() if 'Unsupported global' in line), None)
+        if unsafe is None:
+            raise ValueError(f"{what} {path} is not a readable torch file (truncated or foreign?)") from None
+        raise ValueError(f"{what} {path} holds more than tensors and plain containers (pickled objects or code), "
+                         f"which ding_lite refuses to load (torch.load(weights_only=True)); re-save it from trusted "
+                         f"code as tensors, dicts, lists and numbers. {unsafe.split(' was not')[0]}") from None
     except Exception as error:  # torch raises several types for truncated or foreign files
-        raise ValueError(f"{what} {path} is not a readable torch file (truncated or foreign?): {error}") from error
+        raise ValueError(f"{what} {path} is not a readable torch file (truncated or foreign?): {error}") from None
+
+
+def to_safe(obj: Any) -> Any:
+    """``obj`` with numpy arrays and scalars turned into tensors and Python numbers (what ``load_file`` reads)."""
+    if isinstance(obj, dict):
+        return {k: to_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_safe(v) for v in obj) if not hasattr(obj, '_fields') else [to_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj

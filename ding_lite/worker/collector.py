@@ -9,6 +9,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ..data.collate import to_scalar
+from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
@@ -29,6 +30,8 @@ class _SerialCollector:
         self._cfg = with_defaults(type(self), cfg)
         self._tb_logger, self.logger = tb_logger, build_logger(exp_name, instance_name)
         self.envstep = 0
+        self.total_episode = 0
+        self.env_restarts = 0  # episodes broken off by an env restart (the subprocess manager's abnormal steps)
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -56,6 +59,10 @@ class _SerialCollector:
         timesteps = self._env.step({i: out['action'] for i, out in output.items()})
         steps = []
         for env_id, timestep in timesteps.items():
+            if timestep.info.get('abnormal'):  # the env was restarted: drop the broken episode, store nothing
+                self.env_restarts += 1
+                self._end_episode(env_id)
+                continue
             reward = float(to_scalar(timestep.reward, f"env {env_id}'s reward"))
             done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
@@ -68,11 +75,17 @@ class _SerialCollector:
                 episode = {'return': self._return[env_id], 'length': self._length[env_id]}
                 self._episode_info.append(episode)
                 self.finished_episodes.append(episode)
-                self._return[env_id], self._length[env_id] = 0.0, 0
-                self._policy.reset([env_id])
+                self.total_episode += 1
+                self._end_episode(env_id, keep_traj=True)
             steps.append((env_id, transition, done))
-        self.envstep += len(timesteps)
+        self.envstep += len(steps)
         return steps
+
+    def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
+        self._return[env_id], self._length[env_id] = 0.0, 0
+        if not keep_traj:
+            self._traj[env_id] = []
+        self._policy.reset([env_id])
 
     def _maybe_log(self, train_iter: int) -> None:
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
@@ -81,10 +94,31 @@ class _SerialCollector:
         returns = [e['return'] for e in self._episode_info]
         stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
                  'episode_length_mean': float(np.mean([e['length'] for e in self._episode_info])),
-                 'episode_count': float(len(returns)), 'envstep_count': float(self.envstep)}
+                 'episode_count': float(len(returns)), 'envstep_count': float(self.envstep),
+                 'env_restart_count': float(self.env_restarts)}
         self._episode_info = []
         write_scalars(self._tb_logger, 'collector', stats, self.envstep)
         self.logger.info(format_scalars(f"iter {train_iter} envstep {self.envstep}", stats))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Counters, unfinished trajectories, the envs (see ``BaseEnvManager.state_dict``) and the collect mode's
+        own state (the eps clock; its weights are the learner's)."""
+        policy_state = {k: v for k, v in self._policy.state_dict().items() if k != 'model'}
+        return to_safe({'envstep': self.envstep, 'total_episode': self.total_episode,
+                        'env_restarts': self.env_restarts, 'last_print_iter': self._last_print_iter,
+                        'episode_info': self._episode_info, 'return': self._return, 'length': self._length,
+                        'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state})
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.envstep, self.total_episode = state['envstep'], state['total_episode']
+        self.env_restarts, self._last_print_iter = state['env_restarts'], state['last_print_iter']
+        self._episode_info = list(state['episode_info'])
+        self._return = {int(k): v for k, v in state['return'].items()}
+        self._length = {int(k): v for k, v in state['length'].items()}
+        self._traj = {int(k): list(v) for k, v in state['traj'].items()}
+        self._env.load_state_dict(state['env'])
+        if state['policy']:
+            self._policy.load_state_dict({**self._policy.state_dict(), **state['policy']})
 
     def close(self) -> None:
         if self._env is not None:

@@ -44,6 +44,7 @@ class InteractionSerialEvaluator:
         self.last_info: dict[str, float] = {}
         self._last_eval_iter = -1
         self._start_time = time.time()
+        self._csv_recorded_iter = -1
 
     def should_eval(self, train_iter: int) -> bool:
         """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation."""
@@ -70,6 +71,9 @@ class InteractionSerialEvaluator:
                 raise RuntimeError('evaluator envs stopped before the requested episodes finished')
             output = self._policy.forward(obs)
             for env_id, timestep in self._env.step({i: out['action'] for i, out in output.items()}).items():
+                if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
+                    self._policy.reset([env_id])
+                    continue
                 if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
                     returns.append(_episode_return(timestep.info, env_id))
                     quota[env_id] -= 1
@@ -95,6 +99,8 @@ class InteractionSerialEvaluator:
         return stop, info
 
     def _append_csv(self, train_iter: int, envstep: int, info: dict[str, float]) -> None:
+        if train_iter <= self._csv_recorded_iter:  # a resumed run repeats evaluations already on record
+            return
         os.makedirs(os.path.dirname(self.csv_path), exist_ok=True)
         new = not os.path.exists(self.csv_path)
         with open(self.csv_path, 'a') as f:
@@ -103,8 +109,33 @@ class InteractionSerialEvaluator:
             f.write(f"{train_iter},{envstep},{time.time() - self._start_time:.3f},{info['return_mean']:.6g},"
                     f"{info['return_std']:.6g},{info['return_min']:.6g},{info['return_max']:.6g}\n")
 
+    def state_dict(self) -> dict[str, Any]:
+        return {'best_return': self.best_return, 'last_eval_iter': self._last_eval_iter,
+                'wall_time': time.time() - self._start_time, 'last_info': dict(self.last_info)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue a run: best return, evaluation clock and wall time; rows already in ``evaluator.csv`` stay
+        as they are and are not written again."""
+        self.best_return, self._last_eval_iter = state['best_return'], state['last_eval_iter']
+        self._start_time = time.time() - state['wall_time']
+        self.last_info = dict(state['last_info'])
+        self._csv_recorded_iter = _last_recorded_iter(self.csv_path)
+
     def close(self) -> None:
         self._env.close()
+
+
+def _last_recorded_iter(path: str) -> int:
+    """The largest ``train_iter`` of a row in ``path`` (-1 without one); a row cut off by a kill is removed."""
+    if not os.path.exists(path):
+        return -1
+    with open(path, 'rb+') as f:
+        data = f.read()
+        if data and not data.endswith(b'\n'):
+            f.truncate(data.rfind(b'\n') + 1)
+            data = data[:data.rfind(b'\n') + 1]
+    heads = [line.split(b',', 1)[0] for line in data.splitlines()]
+    return max((int(head) for head in heads if head.isdigit()), default=-1)
 
 
 def _episode_return(info: dict, env_id: int) -> float:

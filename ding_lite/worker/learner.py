@@ -1,6 +1,8 @@
 """The learner: runs the policy's learn step, logs from tensors every N iterations, saves checkpoints."""
 from __future__ import annotations
 
+import copy
+import math
 import os
 from types import SimpleNamespace
 from typing import Any
@@ -10,12 +12,19 @@ from easydict import EasyDict
 from torch import Tensor
 
 from ..registry import LEARNER_REGISTRY, import_names
-from ..utils.checkpoint import load_file, save_file
+from ..utils.checkpoint import atomic_write_text, load_file, save_file, to_safe
+from ..utils.seed import get_rng_state, set_rng_state
 from ..utils.default_config import class_default_config, with_defaults
 from .learner_hook import LearnerHook, add_learner_hook, build_learner_hooks
 from .logger import build_logger, format_scalars, write_scalars
 
 CHECKPOINT_KIND = 'ding_lite.checkpoint'
+CHECKPOINT_VERSION = 2
+LATEST = 'latest'  # names the newest complete resume checkpoint of <exp_name>/ckpt/
+
+
+class NonFiniteError(FloatingPointError):
+    """A loss, gradient statistic or parameter became NaN or infinite."""
 
 
 class CountVar:
@@ -44,6 +53,9 @@ class BaseLearner:
             save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints
             save_ckpt_after_run=True,
         ),
+        # a NaN/inf loss or weight: 'stop' (raise at the next log line or checkpoint, naming it; no per-step sync)
+        # or 'skip' (check every step, undo a non-finite one and count it: one host sync per step)
+        on_nonfinite='stop',
     )
 
     @classmethod
@@ -63,6 +75,14 @@ class BaseLearner:
         self._count = 0
         self.last_log: dict[str, float] = {}
         self._hooks = build_learner_hooks(self._cfg.hook)
+        if self._cfg.on_nonfinite not in ('stop', 'skip'):
+            raise ValueError(f"learner.on_nonfinite must be 'stop' or 'skip', got {self._cfg.on_nonfinite!r}")
+        self.skipped_steps = 0
+        self.priority_buffer: Any = None  # a prioritized buffer whose priorities each step updates
+        self.save_replay_buffer = True
+        self.last_resume_point: str | None = None
+        self._parts: dict[str, Any] = {}
+        self._buffers: dict[str, Any] = {}
 
     @property
     def policy(self) -> SimpleNamespace:
@@ -91,10 +111,22 @@ class BaseLearner:
     def train(self, data: Any, envstep: int = -1) -> dict[str, Tensor]:
         """One learn step on ``data`` (a batch or a list of transitions), between the iteration hooks."""
         self.call_hook('before_iter')
-        output = self._policy.forward(data)
+        if self._cfg.on_nonfinite == 'skip':
+            backup = copy.deepcopy(self._policy.state_dict())
+            output = self._policy.forward(data)
+            if not bool(torch.stack([torch.isfinite(v).all() for v in output.values()]).all()):
+                self._policy.load_state_dict(backup)
+                self.skipped_steps += 1
+                self.logger.warning(f"skipped a non-finite step at iteration {self.train_iter} "
+                                    f"({self.skipped_steps} so far)")
+                return output
+        else:
+            output = self._policy.forward(data)
         self.priority_info = None
         if 'priority' in output and 'replay_buffer_idx' in data:  # sampled from a prioritized buffer
             self.priority_info = {'priority': output['priority'], 'replay_buffer_idx': data['replay_buffer_idx']}
+            if self.priority_buffer is not None:  # before the iteration hooks: a checkpoint sees the new priorities
+                self.priority_buffer.update(self.priority_info)
         for key, value in output.items():
             if key != 'priority':
                 self._sums[key] = self._sums[key] + value if key in self._sums else value.clone()
@@ -109,8 +141,11 @@ class BaseLearner:
         if not self._count:
             return self.last_log
         values = torch.stack([v.float() for v in self._sums.values()]).div(self._count).tolist()
+        self._raise_if_nonfinite(dict(zip(self._sums, values)))
         self.last_log = dict(zip(self._sums, values))
         self._sums, self._count = {}, 0
+        if self.skipped_steps:
+            self.last_log['skipped_steps'] = float(self.skipped_steps)
         write_scalars(self._tb_logger, 'learner', self.last_log, self.train_iter)
         self.logger.info(format_scalars(f"iter {self.train_iter} envstep {self.last_envstep}", self.last_log))
         return self.last_log
@@ -124,23 +159,101 @@ class BaseLearner:
 
     def info(self, message: str) -> None:
         self.logger.info(message)
-    def save_checkpoint(self, name: str = 'ckpt_best.pth.tar') -> str:
-        """Write the learn state to ``<exp_name>/ckpt/<name>`` atomically; return the path."""
+
+    # ---- checkpoints ----
+    def attach(self, name: str, part: Any, buffer: bool = False) -> None:
+        """Save ``part`` (``state_dict``/``load_state_dict``) in every resume checkpoint under ``name``; a buffer
+        goes in its own file beside the checkpoint when ``save_replay_buffer`` is on."""
+        (self._buffers if buffer else self._parts)[name] = part
+
+    def save_checkpoint(self, name: str = 'ckpt_best.pth.tar', resume_point: bool = False) -> str:
+        """Write the learn state to ``<exp_name>/ckpt/<name>`` atomically; return the path.
+
+        A ``resume_point`` also holds the attached parts (collector, evaluator, ...), the RNG states and the
+        buffers' file, and becomes ``ckpt/latest`` once everything is on disk. Non-finite parameters or
+        statistics are never written: that raises ``NonFiniteError`` instead.
+        """
         path = os.path.join(self.ckpt_dir, name)
-        save_file(path, {'kind': CHECKPOINT_KIND, 'last_iter': self.train_iter, 'last_envstep': self.last_envstep,
-                         **self._policy.state_dict()})
+        state = {'kind': CHECKPOINT_KIND, 'version': CHECKPOINT_VERSION, 'last_iter': self.train_iter,
+                 'last_envstep': self.last_envstep, **self._policy.state_dict()}
+        self.check_finite(state)
+        if resume_point:
+            state['run'] = {key: part.state_dict() for key, part in self._parts.items()}
+            state['rng'] = get_rng_state()
+            state['skipped_steps'] = self.skipped_steps
+            if self._buffers and self.save_replay_buffer:
+                state['buffer_file'] = name.removesuffix('.pth.tar') + '.buffer.pth.tar'
+                save_file(os.path.join(self.ckpt_dir, state['buffer_file']),
+                          {key: buffer.state_dict() for key, buffer in self._buffers.items()})
+        save_file(path, to_safe(state))
+        if resume_point:
+            atomic_write_text(os.path.join(self.ckpt_dir, LATEST), name + '\n')
+            self.last_resume_point = path
+            self._prune_buffer_files(keep=state.get('buffer_file'))
         return path
 
-    def load_checkpoint(self, path: str) -> None:
+    def _prune_buffer_files(self, keep: str | None) -> None:
+        """Buffers are large: only the newest resume point keeps its buffer file."""
+        for file in os.listdir(self.ckpt_dir):
+            if file.endswith('.buffer.pth.tar') and file != keep:
+                os.remove(os.path.join(self.ckpt_dir, file))
+
+    def load_checkpoint(self, path: str) -> dict[str, Any]:
         """Restore the learn state and iteration count from a checkpoint written by ``save_checkpoint``."""
         state = load_checkpoint(path)
         try:
             self._policy.load_state_dict(state)
-        except (KeyError, RuntimeError) as error:
-            raise ValueError(f"checkpoint {path} does not fit this policy's learn state: {error}") from error
+        except (KeyError, RuntimeError, ValueError) as error:
+            raise ValueError(f"checkpoint {path} does not fit this policy's learn state: {error}") from None
         self.train_iter = int(state.get('last_iter', 0))
         self.last_envstep = int(state.get('last_envstep', 0))
-        self.logger.info(f"resumed from {path} at iteration {self.train_iter}")
+        self.logger.info(f"loaded {path} at iteration {self.train_iter}")
+        return state
+
+    def resume(self, path: str) -> None:
+        """Continue from a resume checkpoint: learn state, attached parts, buffers, then RNG states."""
+        state = self.load_checkpoint(path)
+        if 'run' not in state:
+            raise ValueError(f"{path} holds weights only, not a run to resume (resume from ckpt/latest or an "
+                             f"iteration_<N> checkpoint written by this version)")
+        for key, part in self._parts.items():
+            if key in state['run']:
+                part.load_state_dict(state['run'][key])
+        self._load_buffers(path, state)
+        self.skipped_steps = state.get('skipped_steps', 0)
+        self.last_resume_point = path
+        set_rng_state(state['rng'])
+        self.logger.info(f"resumed the run from {path}: iteration {self.train_iter}, env step {self.last_envstep}")
+
+    def _load_buffers(self, path: str, state: dict[str, Any]) -> None:
+        file = state.get('buffer_file')
+        if not self._buffers:
+            return
+        if file is None or not os.path.isfile(os.path.join(os.path.dirname(path), file)):
+            self.logger.warning(f"{path} has no saved replay buffer (save_replay_buffer off, or a newer resume point "
+                                f"replaced it): the buffers start empty")
+            return
+        buffer_path = os.path.join(os.path.dirname(path), file)
+        saved = load_file(buffer_path, 'replay buffer file')
+        for key, buffer in self._buffers.items():
+            if key in saved:
+                buffer.load_state_dict(saved[key], f"{buffer_path}[{key!r}]")
+
+    def check_finite(self, state: dict[str, Any] | None = None) -> None:
+        """Raise ``NonFiniteError`` if an unlogged statistic, or a weight of ``state``'s models, is NaN or
+        infinite (one host sync)."""
+        self._raise_if_nonfinite({k: float(v.float().sum()) for k, v in self._sums.items()})
+        weights = [v for key in ('model', 'target_model') for v in (state or {}).get(key, {}).values()
+                   if isinstance(v, Tensor) and v.is_floating_point()]
+        if weights and not bool(torch.stack([torch.isfinite(w).all() for w in weights]).all()):
+            self._raise_if_nonfinite({'model parameters': float('nan')})
+
+    def _raise_if_nonfinite(self, values: dict[str, float]) -> None:
+        bad = [key for key, value in values.items() if not math.isfinite(value)]
+        if bad:
+            where = self.last_resume_point or 'none yet'
+            raise NonFiniteError(f"non-finite {', '.join(bad)} by train iteration {self.train_iter}: training "
+                                 f"stopped and nothing written. Last good checkpoint: {where}")
 
 
 def create_learner(cfg: dict, **kwargs: Any) -> BaseLearner:

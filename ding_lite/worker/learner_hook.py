@@ -72,12 +72,13 @@ def build_learner_hooks(hook_cfg: dict) -> dict[str, list[LearnerHook]]:
     if hook_cfg.get('save_ckpt_after_iter'):
         add_learner_hook(hooks, CallbackHook(
             'save_ckpt_after_iter', 20, 'after_iter',
-            lambda engine: engine.save_checkpoint(f'iteration_{engine.train_iter}.pth.tar'),
+            lambda engine: engine.save_checkpoint(f'iteration_{engine.train_iter}.pth.tar', resume_point=True),
             freq=hook_cfg['save_ckpt_after_iter']))
     add_learner_hook(hooks, CallbackHook('log_show_after_run', 10, 'after_run', lambda engine: engine.log()))
     if hook_cfg.get('save_ckpt_after_run'):
         add_learner_hook(hooks, CallbackHook('save_ckpt_after_run', 20, 'after_run',
-                                             lambda engine: engine.save_checkpoint('ckpt_last.pth.tar')))
+                                             lambda engine: engine.save_checkpoint('ckpt_last.pth.tar',
+                                                                                   resume_point=True)))
     return hooks
 
 

@@ -168,13 +168,26 @@ def test_di_engine_import_names_skipped_only_for_builtin_types():
         compile_config(main, create_cfg=create, save_cfg=False)
 
 
-def test_subprocess_manager_runs_in_process_with_a_warning():
+def test_subprocess_manager_takes_di_engine_keys_and_base_ignores_them():
+    import envs  # noqa: F401 (registers the managers)
     main, create = _cfgs()
-    main['env']['manager'] = dict(shared_memory=False)
+    main['env']['manager'] = dict(shared_memory=False, step_timeout=5)
     create['env_manager'] = dict(type='subprocess')
-    with pytest.warns(ConfigWarning, match="env_manager 'subprocess' is not available yet"):
+    cfg = compile_config(main, create_cfg=create, save_cfg=False)
+    assert cfg.env.manager.type == 'subprocess'
+    assert cfg.env.manager.shared_memory is False and cfg.env.manager.step_timeout == 5
+    main['env']['manager'] = dict(shared_memory=False)
+    create['env_manager'] = dict(type='base')
+    with pytest.warns(ConfigWarning, match="'env.manager.shared_memory' is a DI-engine key"):
         cfg = compile_config(main, create_cfg=create, save_cfg=False)
     assert cfg.env.manager.type == 'base' and 'shared_memory' not in cfg.env.manager
+
+
+def test_batch_larger_than_the_buffer_is_refused():
+    main, create = _cfgs()
+    main['policy'] = dict(learn=dict(batch_size=512), other=dict(replay_buffer=dict(replay_buffer_size=256)))
+    with pytest.raises(ConfigError, match=r"batch_size=512 is larger than the replay buffer's capacity"):
+        compile_config(main, create_cfg=create, save_cfg=False)
 
 
 def test_config_module_imports_no_worker():

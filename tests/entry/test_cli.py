@@ -47,6 +47,9 @@ def test_bad_flags_are_argparse_errors(argv, message, capsys):
     assert info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_missing_config_file_is_clear(tmp_path):
-    with pytest.raises(FileNotFoundError, match='config file not found'):
-        main(['-m', 'serial', '-c', str(tmp_path / 'nope.py')])
+def test_missing_config_file_is_one_clear_line(tmp_path, capsys):
+    assert main(['-m', 'serial', '-c', str(tmp_path / 'nope.py')]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith('ding_lite: error: FileNotFoundError: config file not found') and 'Traceback' not in err
+    assert main(['-m', 'serial', '-c', str(tmp_path / 'nope.py'), '--debug']) == 1
+    assert 'Traceback' in capsys.readouterr().err

@@ -61,7 +61,7 @@ def test_crashing_reset_is_rebuilt_and_retried():
     assert list(manager.ready_obs) == [0] and FlakyEnv.failures == 1
     FlakyEnv.failures = -5  # now fails more often than retries allow
     manager._cfg.max_retry = 0
-    with pytest.raises(RuntimeError, match='env 0 failed to reset after 1 tries: simulator crashed'):
+    with pytest.raises(RuntimeError, match=r'env 0 failed to reset after 1 tries \(max_retry=0\); last error: simulator crashed'):
         manager.reset()
 
 

@@ -1,0 +1,271 @@
+"""One process per env, observations through shared memory, and restarts of envs that crash or hang."""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+import weakref
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ding_lite.registry import ENV_MANAGER_REGISTRY
+from .base_env import BaseEnv, BaseEnvTimestep
+from .env_manager import BaseEnvManager
+
+logger = logging.getLogger(__name__)
+
+
+class EnvFailure(RuntimeError):
+    """An env process raised, died or did not answer in time."""
+
+
+class _InSharedMemory:
+    """Stands for an observation the worker wrote into the shared buffer."""
+
+
+def _worker(env_fn: Callable[[], BaseEnv], conn: Connection, parent_conn: Connection | None, shm: Any,
+            shape: tuple | None, dtype: str | None) -> None:
+    """Serve ``(command, argument)`` requests for one env until 'close', the pipe closes or the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes the workers
+    if parent_conn is not None:
+        parent_conn.close()
+    parent = os.getppid()
+    view = np.frombuffer(shm, dtype=dtype).reshape(shape) if shm is not None else None
+
+    def put(obs: Any) -> Any:
+        if view is not None and isinstance(obs, np.ndarray) and obs.shape == view.shape and obs.dtype == view.dtype:
+            view[...] = obs
+            return _InSharedMemory()
+        return obs
+
+    env, env_error = None, None
+    try:
+        env = env_fn()
+    except Exception as error:  # reported on every request: the parent restarts or gives up
+        env_error = f"{type(error).__name__}: {error}"
+    try:
+        while True:
+            if not conn.poll(1.0):
+                if os.getppid() != parent:  # the parent died without closing us
+                    break
+                continue
+            command, arg = conn.recv()
+            if env is None:
+                conn.send(('error', f"env creation failed: {env_error}"))
+                continue
+            try:
+                if command == 'step':
+                    timestep = env.step(arg)
+                    result = timestep._replace(obs=put(timestep.obs))
+                elif command == 'reset':
+                    state = env.state_dict() if hasattr(env, 'state_dict') else {}
+                    result = (put(env.reset()), state)
+                elif command == 'seed':
+                    result = env.seed(*arg)
+                elif command == 'load_state':
+                    result = env.load_state_dict(arg) if hasattr(env, 'load_state_dict') else None
+                elif command == 'close':
+                    conn.send(('ok', env.close()))
+                    break
+                else:
+                    raise ValueError(f"unknown env worker command {command!r}")
+            except Exception as error:
+                conn.send(('error', f"{type(error).__name__}: {error}\n{traceback.format_exc()}"))
+                continue
+            conn.send(('ok', result))
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        pass
+
+
+def _kill(processes: list) -> None:
+    for process in processes:
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(1.0)
+
+
+@ENV_MANAGER_REGISTRY.register('subprocess')
+class SubprocessEnvManager(BaseEnvManager):
+    """Each env in its own process, all stepped at once; an env that raises, dies or hangs is killed and restarted.
+
+    The step that broke returns ``done=True`` with ``info['abnormal']`` (no transition: the collector drops it) and
+    the restarted env starts a new episode. ``max_retry`` failures in a row of one env (no good step between)
+    stop the run with an error naming the env and its last error. Observations of a Box space travel through
+    shared memory; the rest through pipes.
+    """
+
+    config = dict(
+        type='subprocess',
+        max_retry=5,                 # restarts in a row of one env (no successful step between) before giving up
+        step_timeout=60.0,           # seconds an env may take for one step before it is killed and restarted
+        reset_timeout=60.0,          # seconds for a reset (or seed / close)
+        shared_memory=True,          # observations of a Box space through shared memory
+        context=None,                # multiprocessing start method; None: 'fork' on Linux, else 'spawn'
+        retry_waiting_time=0.1,      # seconds between a failure and the restart
+        copy_on_get=True,            # DI-engine's key: observations are always copied out of shared memory
+        reset_inplace=False,         # DI-engine's key: resets always happen in place here
+        wait_num=None,               # DI-engine's async keys: this manager steps every given env together
+        step_wait_timeout=None,
+        connect_timeout=60.0,        # seconds for a new env process to answer its first request
+    )
+
+    def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
+        super().__init__(env_fn, cfg)
+        method = self._cfg.context or ('fork' if sys.platform.startswith('linux') else 'spawn')
+        self._ctx = mp.get_context(method)
+        self._processes: list[Any] = [None] * self.env_num
+        self._conns: list[Connection | None] = [None] * self.env_num
+        self._shm: list[Any] = [None] * self.env_num
+        self._failures = [0] * self.env_num  # in a row, per env
+        self._restart_count = [0] * self.env_num
+        self._env_ref: BaseEnv | None = None
+        self._finalizer = weakref.finalize(self, _kill, self._processes)
+
+    @property
+    def restarts(self) -> int:
+        """Env processes restarted after a failure, over all envs."""
+        return sum(self._restart_count)
+
+    @property
+    def env_ref(self) -> BaseEnv:
+        if self._env_ref is None:
+            self._env_ref = self._env_fn[0]()
+        return self._env_ref
+
+    # ---- process handling ----
+    def _obs_layout(self) -> tuple[tuple, str] | None:
+        space = self.env_ref.observation_space
+        if self._cfg.shared_memory and isinstance(space, gym.spaces.Box):
+            return tuple(space.shape), np.dtype(space.dtype).str
+        return None
+
+    def _start(self, env_id: int) -> None:
+        layout = self._obs_layout()
+        if layout is not None and self._shm[env_id] is None:
+            nbytes = int(np.prod(layout[0], dtype=np.int64)) * np.dtype(layout[1]).itemsize
+            self._shm[env_id] = self._ctx.RawArray('b', max(nbytes, 1))
+        parent_conn, child_conn = self._ctx.Pipe()
+        shape, dtype = layout if layout is not None else (None, None)
+        process = self._ctx.Process(target=_worker, daemon=True, name=f'ding_lite_env_{env_id}',
+                                    args=(self._env_fn[env_id], child_conn, parent_conn, self._shm[env_id], shape,
+                                          dtype))
+        process.start()
+        child_conn.close()  # the worker holds the only other end: its death is an EOF here
+        self._processes[env_id], self._conns[env_id] = process, parent_conn
+
+    def _stop(self, env_id: int) -> None:
+        process, conn = self._processes[env_id], self._conns[env_id]
+        if process is not None and process.is_alive():
+            process.kill()
+        if process is not None:
+            process.join(1.0)
+        if conn is not None:
+            conn.close()
+        self._processes[env_id] = self._conns[env_id] = None
+
+    def _request(self, requests: dict[int, tuple[str, Any]], timeout: float) -> dict[int, tuple[bool, Any]]:
+        """Send each env its ``(command, arg)`` and gather ``{env_id: (ok, result or error text)}`` by ``timeout``."""
+        replies, pending = {}, {}
+        for env_id, request in requests.items():
+            try:
+                self._conns[env_id].send(request)
+                pending[self._conns[env_id]] = env_id
+            except (OSError, BrokenPipeError) as error:
+                replies[env_id] = (False, f"its process is gone ({error})")
+        deadline = time.monotonic() + timeout
+        while pending:
+            ready = wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                for env_id in pending.values():
+                    replies[env_id] = (False, f"no answer to {requests[env_id][0]!r} within {timeout:g} s")
+                break
+            for conn in ready:
+                env_id = pending.pop(conn)
+                try:
+                    status, result = conn.recv()
+                    replies[env_id] = (status == 'ok', result)
+                except (EOFError, OSError):
+                    self._processes[env_id].join(0.5)
+                    replies[env_id] = (False, f"its process died (exit code {self._processes[env_id].exitcode})")
+        return replies
+
+    def _call(self, env_id: int, command: str, arg: Any = None) -> Any:
+        ok, result = self._request({env_id: (command, arg)}, self._cfg.reset_timeout)[env_id]
+        if not ok:
+            raise EnvFailure(f"env {env_id} failed in {command!r}: {result}")
+        return result
+
+    def _obs(self, env_id: int, obs: Any) -> Any:
+        if isinstance(obs, _InSharedMemory):
+            layout = self._obs_layout()
+            return np.frombuffer(self._shm[env_id], dtype=layout[1]).reshape(layout[0]).copy()
+        return obs
+
+    # ---- primitives ----
+    def _env_create(self) -> None:
+        for env_id in range(self.env_num):
+            if self._processes[env_id] is None:
+                self._start(env_id)
+
+    def _env_seed(self, env_id: int, seed: int, dynamic_seed: bool) -> None:
+        self._call(env_id, 'seed', (seed, dynamic_seed))
+
+    def _env_reset(self, env_id: int) -> tuple[Any, dict]:
+        obs, state = self._call(env_id, 'reset')
+        return self._obs(env_id, obs), state
+
+    def _env_load_state(self, env_id: int, state: dict) -> None:
+        if state:
+            self._call(env_id, 'load_state', state)
+
+    def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        # numpy, not tensors, through the pipe: pickling a tensor moves it into shared memory (milliseconds)
+        requests = {i: ('step', a.numpy(force=True) if isinstance(a, torch.Tensor) else a) for i, a in actions.items()}
+        replies = self._request(requests, self._cfg.step_timeout)
+        timesteps = {}
+        for env_id in actions:
+            ok, result = replies[env_id]
+            if ok:
+                self._failures[env_id] = 0
+                timesteps[env_id] = result._replace(obs=self._obs(env_id, result.obs))
+            else:
+                timesteps[env_id] = self._restart_after(env_id, result)
+        return timesteps
+
+    def _restart_after(self, env_id: int, error: str) -> BaseEnvTimestep:
+        """Kill and restart a failed env; an abnormal timestep closes its episode."""
+        self._failures[env_id] += 1
+        first_line = error.splitlines()[0] if error else error
+        if self._failures[env_id] > self._cfg.max_retry:
+            raise EnvFailure(f"env {env_id} failed {self._failures[env_id]} times in a row (max_retry="
+                             f"{self._cfg.max_retry}); last error: {error}")
+        logger.warning(f"env {env_id} failed ({first_line}); restarting its process")
+        self._env_recreate(env_id)
+        return BaseEnvTimestep(None, 0.0, True, {'abnormal': True, 'env_id': env_id, 'error': first_line})
+
+    def _env_recreate(self, env_id: int) -> None:
+        self._stop(env_id)
+        time.sleep(self._cfg.retry_waiting_time)
+        self._start(env_id)
+        self._restart_count[env_id] += 1
+        if self._seeds is not None:  # a new stream, so that the crashed episode is not replayed as it was
+            self._env_seed(env_id, self._episode_seed(env_id) + 1_000_003 * self._restart_count[env_id],
+                           self._dynamic_seed)
+
+    def _env_close(self) -> None:
+        alive = [i for i in range(self.env_num) if self._processes[i] is not None and self._processes[i].is_alive()]
+        if alive:
+            self._request({i: ('close', None) for i in alive}, min(self._cfg.reset_timeout, 5.0))
+        for env_id in range(self.env_num):
+            self._stop(env_id)
+        if self._env_ref is not None:
+            self._env_ref.close()
+            self._env_ref = None
