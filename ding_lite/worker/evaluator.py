@@ -14,6 +14,7 @@ from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
 
+MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
 CSV_HEADER = 'train_iter,envstep,wall_time,return_mean,return_std,return_min,return_max\n'
 
 
@@ -65,6 +66,7 @@ class InteractionSerialEvaluator:
         self._policy.reset()
         quota = self._episode_quota()
         returns: list[float] = []
+        broken = 0
         while any(quota.values()):
             obs = {i: o for i, o in self._env.ready_obs.items() if quota[i] > 0}
             if not obs:
@@ -73,6 +75,10 @@ class InteractionSerialEvaluator:
             for env_id, timestep in self._env.step({i: out['action'] for i, out in output.items()}).items():
                 if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
                     self._policy.reset([env_id])
+                    broken += 1
+                    if broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
+                        raise RuntimeError(f"evaluation cannot finish: {broken} episodes broke off by env restarts "
+                                           f"(last error: {timestep.info.get('error')})")
                     continue
                 if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
                     returns.append(_episode_return(timestep.info, env_id))

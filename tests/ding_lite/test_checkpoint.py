@@ -1,0 +1,136 @@
+"""Crash-safe writes, safe loading, RNG states, and the learner's numerical guard."""
+from __future__ import annotations
+
+import copy
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+from easydict import EasyDict
+
+from ding_lite.data import load_demo
+from ding_lite.utils import get_rng_state, load_file, save_file, set_rng_state
+from ding_lite.worker import BaseLearner, NonFiniteError, load_checkpoint
+from entry import serial_pipeline
+from policy_zoo import SACPolicy
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
+
+
+class Payload:
+    """Unpickling this would run code: safe loading must refuse it before that happens."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, 'w'))
+
+
+def test_a_write_killed_midway_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / 'ckpt.pth.tar'
+    save_file(str(path), {'model': {'w': torch.ones(3)}})
+
+    def dies_midway(obj, f):
+        f.write(b'partial bytes')
+        raise KeyboardInterrupt('killed during the write')
+    monkeypatch.setattr(torch, 'save', dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        save_file(str(path), {'model': {'w': torch.zeros(3)}})
+    monkeypatch.undo()
+    assert torch.equal(load_file(str(path))['model']['w'], torch.ones(3))
+    assert os.listdir(tmp_path) == ['ckpt.pth.tar']
+
+
+def test_a_resume_point_killed_midway_is_never_the_one_loaded(tmp_path, monkeypatch):
+    import ding_lite.worker.learner as learner_module
+    policy = SACPolicy(_policy_cfg(), enable_field=['learn'])
+    learner = BaseLearner({}, policy.learn_mode, exp_name=str(tmp_path))
+    learner.save_checkpoint('iteration_1.pth.tar', resume_point=True)
+    original, calls = learner_module.save_file, []
+
+    def dies_on_the_checkpoint(path, obj):
+        calls.append(path)
+        if path.endswith('iteration_2.pth.tar'):
+            raise KeyboardInterrupt('killed')
+        original(path, obj)
+    monkeypatch.setattr(learner_module, 'save_file', dies_on_the_checkpoint)
+    learner.attach('replay_buffer', _FakeBuffer(), buffer=True)
+    with pytest.raises(KeyboardInterrupt):
+        learner.save_checkpoint('iteration_2.pth.tar', resume_point=True)
+    assert calls[0].endswith('iteration_2.buffer.pth.tar')  # the buffer first, the checkpoint, then 'latest'
+    assert (tmp_path / 'ckpt' / 'latest').read_text().strip() == 'iteration_1.pth.tar'
+    assert load_checkpoint(str(tmp_path / 'ckpt' / 'iteration_1.pth.tar'))['last_iter'] == 0
+
+
+class _FakeBuffer:
+    def state_dict(self):
+        return {'kind': 'ding_lite.replay_buffer', 'data': {}}
+
+
+def _policy_cfg() -> EasyDict:
+    from ding_lite.config import compile_config
+    main = copy.deepcopy(TINY_PENDULUM)
+    return compile_config(main, create_cfg=copy.deepcopy(TINY_CREATE), save_cfg=False).policy
+
+
+@pytest.mark.parametrize('what', ['checkpoint', 'demonstrations', 'buffer'])
+def test_files_that_need_pickled_code_are_refused_without_running_it(tmp_path, what):
+    marker = tmp_path / 'code_ran'
+    path = tmp_path / 'hostile.pt'
+    torch.save({'kind': 'ding_lite.demonstrations', 'version': 1, 'model': Payload(str(marker))}, path)
+    load = {'checkpoint': load_checkpoint, 'demonstrations': load_demo,
+            'buffer': lambda p: __import__('ding_lite.data', fromlist=['ReplayBuffer']).ReplayBuffer().load(p)}[what]
+    with pytest.raises(ValueError, match=r'holds more than tensors and plain containers .* refuses to load'):
+        load(str(path))
+    assert not marker.exists()
+
+
+def test_rng_states_round_trip_through_a_safe_file(tmp_path):
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    save_file(str(tmp_path / 'rng.pt'), get_rng_state())
+    expected = (random.random(), np.random.rand(), torch.rand(1))
+    set_rng_state(load_file(str(tmp_path / 'rng.pt')))
+    assert (random.random(), np.random.rand(), torch.rand(1)) == expected
+
+
+def _nan_after(monkeypatch, call: int, key: str = 'critic_loss') -> None:
+    original, calls = SACPolicy._forward_learn, [0]
+
+    def forward(self, data):
+        calls[0] += 1
+        out = original(self, data)
+        return {**out, key: out[key] * float('nan')} if calls[0] >= call else out
+    monkeypatch.setattr(SACPolicy, '_forward_learn', forward)
+
+
+def test_non_finite_loss_stops_the_run_naming_loss_iteration_and_last_checkpoint(tmp_path, monkeypatch):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'run')
+    _nan_after(monkeypatch, 13)
+    with pytest.raises(NonFiniteError, match=r"non-finite critic_loss by train iteration 15: training stopped .* "
+                                             r"Last good checkpoint: .*iteration_10.pth.tar"):
+        serial_pipeline((main, TINY_CREATE), seed=0, max_train_iter=100)
+    assert not (tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar').exists()  # nothing non-finite was written
+
+
+def test_non_finite_parameters_are_never_written(tmp_path):
+    policy = SACPolicy(_policy_cfg(), enable_field=['learn'])
+    learner = BaseLearner({}, policy.learn_mode, exp_name=str(tmp_path))
+    with torch.no_grad():
+        next(policy._model.parameters()).fill_(float('inf'))
+    with pytest.raises(NonFiniteError, match='non-finite model parameters'):
+        learner.save_checkpoint('ckpt_best.pth.tar')
+    assert not (tmp_path / 'ckpt' / 'ckpt_best.pth.tar').exists()
+
+
+def test_skip_mode_undoes_and_counts_non_finite_steps(tmp_path, monkeypatch):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'run')
+    main.policy.learn.learner.on_nonfinite = 'skip'
+    _nan_after(monkeypatch, 13)
+    policy = serial_pipeline((main, TINY_CREATE), seed=0, max_env_step=100)  # 15 learn calls
+    assert all(torch.isfinite(p).all() for p in policy._model.parameters())
+    state = load_checkpoint(str(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar'))
+    assert state['last_iter'] == 12 and state['skipped_steps'] == 3

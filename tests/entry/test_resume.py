@@ -1,0 +1,161 @@
+"""Resume: full-state checkpoints continue a run exactly; kills at any moment leave a loadable checkpoint."""
+from __future__ import annotations
+
+import copy
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+from easydict import EasyDict
+
+from ding_lite.config import ConfigError
+from entry import serial_pipeline
+from entry.cli import main
+from policy_zoo import SACPolicy
+from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
+
+
+def _cfg(exp_dir, manager: str = 'base') -> tuple[EasyDict, EasyDict]:
+    """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode."""
+    main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main_cfg.exp_name = str(exp_dir)
+    main_cfg.env.env_kwargs.max_episode_steps = 23
+    main_cfg.policy.learn.update_per_collect = 2
+    main_cfg.policy.learn.learner.hook.save_ckpt_after_iter = 7
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.env_manager.type = manager
+    return main_cfg, create
+
+
+def _same_params(a: SACPolicy, b: SACPolicy) -> bool:
+    sa, sb = a._model.state_dict(), b._model.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def _returns(exp_dir) -> list[tuple[str, str]]:
+    rows = csv.DictReader(open(os.path.join(exp_dir, 'log', 'evaluator.csv')))
+    return [(r['train_iter'], r['return_mean']) for r in rows]
+
+
+def _crash_at(monkeypatch, call: int) -> None:
+    """Make the learn step raise on its ``call``-th call, as a kill would stop the process there."""
+    original, calls = SACPolicy._forward_learn, [0]
+
+    def forward(self, data):
+        calls[0] += 1
+        if calls[0] == call:
+            raise KeyboardInterrupt('simulated kill')
+        return original(self, data)
+    monkeypatch.setattr(SACPolicy, '_forward_learn', forward)
+
+
+@pytest.mark.parametrize('manager', ['base', 'subprocess'])
+def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager):
+    straight = serial_pipeline(_cfg(tmp_path / 'straight', manager), seed=0, max_train_iter=60)
+    with monkeypatch.context() as patch:
+        _crash_at(patch, 23)   # after iteration_21 (the first step of a round), mid-episode
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(_cfg(tmp_path / 'crashed', manager), seed=0, max_train_iter=60)
+    ckpt = tmp_path / 'crashed' / 'ckpt'
+    assert (ckpt / 'latest').read_text().strip() == 'iteration_21.pth.tar'
+    assert (ckpt / 'iteration_21.buffer.pth.tar').is_file() and not (ckpt / 'iteration_14.buffer.pth.tar').exists()
+    rows_before = (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text()
+    resumed = serial_pipeline(_cfg(tmp_path / 'crashed', manager), seed=0, max_train_iter=60, resume=True)
+    assert _same_params(straight, resumed)
+    assert _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')  # no repeated or missing rows
+    assert (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text().startswith(rows_before)
+    learner_log = (tmp_path / 'crashed' / 'log' / 'learner.txt').read_text()
+    assert 'resumed the run from' in learner_log and 'iter 60 ' in learner_log
+
+
+def test_runs_are_deterministic_under_either_env_manager(tmp_path):
+    base = serial_pipeline(_cfg(tmp_path / 'base'), seed=3, max_train_iter=40)
+    again = serial_pipeline(_cfg(tmp_path / 'again'), seed=3, max_train_iter=40)
+    sub = serial_pipeline(_cfg(tmp_path / 'sub', 'subprocess'), seed=3, max_train_iter=40)
+    assert _same_params(base, again) and _same_params(base, sub)
+    assert _returns(tmp_path / 'base') == _returns(tmp_path / 'again') == _returns(tmp_path / 'sub')
+    other = serial_pipeline(_cfg(tmp_path / 'other'), seed=4, max_train_iter=40)
+    assert not _same_params(base, other)
+
+
+def test_resume_from_the_end_continues_counters_and_buffer(tmp_path):
+    serial_pipeline(_cfg(tmp_path / 'run'), seed=0, max_train_iter=20)
+    assert (tmp_path / 'run' / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'
+    policy = serial_pipeline(_cfg(tmp_path / 'run'), max_train_iter=30, resume=str(tmp_path / 'run'))
+    state = torch.load(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+    assert state['last_iter'] == 30 and state['run']['collector']['envstep'] > 40
+    buffer = torch.load(tmp_path / 'run' / 'ckpt' / 'ckpt_last.buffer.pth.tar', weights_only=True)
+    assert buffer['replay_buffer']['count'] == state['run']['collector']['envstep']  # nothing lost or doubled
+    assert isinstance(policy, SACPolicy)
+
+
+def test_resume_errors_are_clear(tmp_path, capsys):
+    with pytest.raises(FileNotFoundError, match=r'nothing to resume: .*ckpt/latest does not exist'):
+        serial_pipeline(_cfg(tmp_path / 'never'), resume=True)
+    assert not (tmp_path / 'never').exists()  # no fresh run in a new folder
+    serial_pipeline(_cfg(tmp_path / 'run'), seed=0, max_train_iter=10)
+    with pytest.raises(ConfigError, match='--seed 1 differs from the seed 0 of the run being resumed'):
+        serial_pipeline(_cfg(tmp_path / 'run'), seed=1, resume=True)
+    weights_only = tmp_path / 'run' / 'ckpt' / 'ckpt_best.pth.tar'
+    with pytest.raises(ValueError, match='holds weights only, not a run to resume'):
+        serial_pipeline(_cfg(tmp_path / 'run'), max_train_iter=20, resume=str(weights_only))
+    truncated = tmp_path / 'truncated.pth.tar'
+    truncated.write_bytes((tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar').read_bytes()[:500])
+    with pytest.raises(ValueError, match='not a readable torch file'):
+        serial_pipeline(_cfg(tmp_path / 'run'), max_train_iter=20, resume=str(truncated))
+
+
+def _write_cli_cfg(tmp_path) -> str:
+    main_cfg, create = _cfg('kill_run')
+    main_cfg.env.env_kwargs.max_episode_steps = 50
+    main_cfg.policy.learn.update_per_collect = 1
+    main_cfg.policy.learn.learner.hook.save_ckpt_after_iter = 40
+    main_cfg.policy.other.replay_buffer.replay_buffer_size = 50_000
+    path = tmp_path / 'kill_cfg.py'
+    path.write_text(f"main_config = {dict(main_cfg)!r}\ncreate_config = {dict(create)!r}\n")
+    return str(path)
+
+
+def _run_cli(args: list[str], cwd, kill_after: float | None = None, wait_for=None) -> int:
+    """Run the CLI; SIGKILL it ``kill_after`` seconds after start (or after ``wait_for`` appears)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    process = subprocess.Popen([sys.executable, '-m', 'entry.cli', *args], cwd=cwd, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while wait_for is not None and not wait_for.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        process.wait(timeout=kill_after if kill_after is not None else 300)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    return process.returncode
+
+
+def test_sigkill_at_random_moments_then_resume(tmp_path):
+    cfg = _write_cli_cfg(tmp_path)
+    exp = tmp_path / 'kill_run'
+    budget = ['--max-train-iter', '1500']
+    rng = random.Random(0)
+    code = _run_cli(['-m', 'serial', '-c', cfg, '-s', '0', *budget], tmp_path, rng.uniform(0.0, 1.0),
+                    wait_for=exp / 'ckpt' / 'latest')
+    assert code == -signal.SIGKILL and (exp / 'ckpt' / 'latest').is_file()
+    rows = _returns(exp)
+    for _ in range(4):  # kill each resumed run at a random moment: loading, training, or writing a checkpoint
+        _run_cli(['-m', 'serial', '-c', cfg, '--resume', *budget], tmp_path, rng.uniform(1.0, 4.0))
+        now = _returns(exp)
+        assert now[:len(rows)] == rows and len({it for it, _ in now}) == len(now)  # old rows kept, none twice
+        rows = now
+    assert _run_cli(['-m', 'serial', '-c', cfg, '--resume', *budget], tmp_path) == 0
+    final = _returns(exp)
+    assert final[:len(rows)] == rows and [int(it) for it, _ in final] == sorted({int(it) for it, _ in final})
+    assert [int(it) for it, _ in final] == list(range(0, 1500, 10))  # every evaluation, once
+    assert torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter'] == 1500
+    assert not [name for name in os.listdir(exp / 'ckpt') if name.endswith('.tmp')]

@@ -1,0 +1,116 @@
+"""SubprocessEnvManager: same transitions as 'base', restarts of envs that raise, die or hang, clean shutdown."""
+from __future__ import annotations
+
+import copy
+import multiprocessing as mp
+import os
+import time
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+from easydict import EasyDict
+
+from ding_lite.registry import ENV_REGISTRY
+from entry import serial_pipeline
+from envs import BaseEnvManager, PendulumEnv, SubprocessEnvManager
+from envs.subprocess_env_manager import EnvFailure
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
+
+
+@ENV_REGISTRY.register('flaky_pendulum', force_overwrite=True)
+class FlakyPendulum(PendulumEnv):
+    """Pendulum whose every instance breaks on its ``fail_at``-th step (counted over its episodes): it raises,
+    exits or hangs."""
+
+    config = dict(env_id='Pendulum-v1', failure='raise', fail_at=50)
+
+    def __init__(self, cfg=None):
+        super().__init__(cfg)
+        self._steps = 0
+
+    def step(self, action):
+        self._steps += 1
+        if self._steps == self._cfg.fail_at:
+            if self._cfg.failure == 'raise':
+                raise RuntimeError('simulator exploded')
+            if self._cfg.failure == 'exit':
+                os._exit(7)   # a segfault-like death: no exception, no reply
+            time.sleep(60)    # 'hang'
+        return super().step(action)
+
+
+def _rollout(manager_cls, steps: int = 120, **cfg) -> list[tuple]:
+    env_fn = [partial(PendulumEnv, cfg={'env_kwargs': {'max_episode_steps': 37}}) for _ in range(3)]
+    manager = manager_cls(env_fn, cfg)
+    manager.seed(11)
+    manager.launch()
+    rng, out = np.random.default_rng(0), []
+    for _ in range(steps):
+        actions = {i: torch.as_tensor(rng.uniform(-1, 1, 1), dtype=torch.float32) for i in manager.ready_obs}
+        for env_id, t in manager.step(actions).items():
+            out.append((env_id, t.obs.tobytes(), float(t.reward), t.done, t.info.get('eval_episode_return')))
+    manager.close()
+    return out
+
+
+@pytest.mark.parametrize('shared_memory', [True, False])
+def test_same_transitions_as_base(shared_memory):
+    assert _rollout(SubprocessEnvManager, shared_memory=shared_memory) == _rollout(BaseEnvManager)
+
+
+@pytest.mark.parametrize('failure', ['raise', 'exit', 'hang'])
+def test_broken_env_is_restarted_and_training_goes_on(tmp_path, failure):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / failure)
+    main.env.update(failure=failure, fail_at=30)  # 20-step episodes: the second episode of each instance breaks
+    main.env.manager = dict(step_timeout=1.0, retry_waiting_time=0.0)
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.env.type, create.env_manager.type = 'flaky_pendulum', 'subprocess'
+    main.policy.collect.collector = dict(collect_print_freq=1)
+    serial_pipeline((main, create), seed=0, max_env_step=200)
+    log = (tmp_path / failure / 'log' / 'collector.txt').read_text()
+    restarts = [float(line.split('env_restart_count: ')[1].split()[0]) for line in log.splitlines()
+                if 'env_restart_count' in line]
+    assert restarts and restarts[-1] >= 2  # each of the 2 envs broke at least once, and the run reached 200 steps
+    assert not mp.active_children()        # every env process is gone
+
+
+def test_no_transition_crosses_a_restart():
+    env_fn = [partial(FlakyPendulum, cfg={'fail_at': 5, 'env_kwargs': {'max_episode_steps': 200}})]
+    manager = SubprocessEnvManager(env_fn, {'retry_waiting_time': 0.0})
+    manager.seed(0)
+    manager.launch()
+    timesteps = [manager.step({0: torch.zeros(1)})[0] for _ in range(5)]
+    assert [t.info.get('abnormal', False) for t in timesteps] == [False] * 4 + [True]
+    assert timesteps[-1].done and timesteps[-1].obs is None and 'simulator exploded' in timesteps[-1].info['error']
+    assert manager.restarts == 1 and 0 in manager.ready_obs  # a fresh episode waits for an action
+    manager.close()
+
+
+def test_too_many_failures_in_a_row_name_the_env_and_its_error():
+    env_fn = [partial(PendulumEnv, cfg={}), partial(FlakyPendulum, cfg={'fail_at': 1})]
+    manager = SubprocessEnvManager(env_fn, {'max_retry': 2, 'retry_waiting_time': 0.0})
+    manager.launch()
+    with pytest.raises(EnvFailure, match=r'env 1 failed 3 times in a row \(max_retry=2\); last error: '
+                                         r'RuntimeError: simulator exploded'):
+        for _ in range(5):
+            manager.step({i: torch.zeros(1) for i in manager.ready_obs})
+    manager.close()
+    assert not mp.active_children()
+
+
+def test_an_exception_in_the_run_leaves_no_env_process(tmp_path, monkeypatch):
+    from policy_zoo import SACPolicy
+
+    def broken(self, data):
+        raise KeyboardInterrupt('Ctrl-C')
+    monkeypatch.setattr(SACPolicy, '_forward_learn', broken)
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'run')
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.env_manager.type = 'subprocess'
+    with pytest.raises(KeyboardInterrupt):
+        serial_pipeline((main, create), seed=0, max_env_step=200)
+    assert not mp.active_children()
