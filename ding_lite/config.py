@@ -6,6 +6,7 @@ import importlib.util
 import os
 import pprint
 import time
+import traceback
 import uuid
 import warnings
 from typing import Any, Callable
@@ -29,7 +30,7 @@ _VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
             'learning_rate_q', 'learning_rate_policy', 'learning_rate_alpha', 'eval_freq',
         )
     },
-    'discount_factor': (lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
+    'discount_factor': (lambda v: 0 < v <= 1, 'a number in (0, 1]'),
     'target_theta': (lambda v: 0 < v <= 1, 'a number in (0, 1]'),
     'random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
     'expert_random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
@@ -70,12 +71,22 @@ def read_config(path: str) -> tuple[EasyDict, EasyDict]:
         raise ConfigError(f"config file must be a .py file exposing main_config and create_config, got {path}")
     spec = importlib.util.spec_from_file_location(f'_ding_lite_cfg_{uuid.uuid4().hex}', path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)  # a config file is Python: it runs as code
+    except Exception as error:
+        line = getattr(error, 'lineno', None) or _error_line(error, path)
+        raise ConfigError(f"config file {path} failed to import{f' (line {line})' if line else ''}: "
+                          f"{type(error).__name__}: {error}") from error
     missing = [name for name in ('main_config', 'create_config') if not hasattr(module, name)]
     if missing:
         raise ConfigError(f"config file {path} does not define {', '.join(missing)}; expected both "
                           f"main_config and create_config (DI-engine form)")
     return EasyDict(copy.deepcopy(module.main_config)), EasyDict(copy.deepcopy(module.create_config))
+
+
+def _error_line(error: BaseException, path: str) -> int | None:
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+    return frames[-1].lineno if frames else None
 
 
 def merge_strict(default: dict, user: dict, path: str = '') -> EasyDict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
@@ -34,14 +35,16 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     offline = cfg.policy.other.offline_buffer
     if offline.path and not 0 < offline.ratio < 1:
         raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
-    run = build_serial(cfg, env_setting, model)
+    with starting(cfg, resume_path):
+        run = build_serial(cfg, env_setting, model)
     with closing(run):
-        sample = run.buffer.sample
-        if offline.path:
-            sample = mixed_sampler([(run.buffer, 1 - offline.ratio),
-                                    (load_demo_buffer(cfg, run, offline.path), offline.ratio)])
-        if resume_path:
-            run.learner.resume(resume_path)
+        with starting(cfg, resume_path):
+            sample = run.buffer.sample
+            if offline.path:
+                sample = mixed_sampler([(run.buffer, 1 - offline.ratio),
+                                        (load_demo_buffer(cfg, run, offline.path), offline.ratio)])
+            if resume_path:
+                run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step)
     return run.policy
 
@@ -84,6 +87,18 @@ class RunLoop:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.updates_left = state['updates_left']
+
+
+@contextlib.contextmanager
+def starting(cfg: EasyDict, resume_path: str | None) -> Iterator[None]:
+    """The set-up of a run: if it fails (bad input), a new run's folder, which ``compile_config`` made for this
+    run alone, is removed, so nothing is left behind; a resumed run's folder is left as it was."""
+    try:
+        yield
+    except BaseException:
+        if resume_path is None:
+            shutil.rmtree(cfg.exp_name, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from ding_lite.config import ConfigError, ConfigWarning
 from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy, create_policy
-from .serial_entry import build_serial, closing, load_demo_buffer, train_serial
+from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
 from .utils import build_envs, compile_input, compile_run, expert_mode
 
 
@@ -30,18 +30,20 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
     cfg, resume_path = compile_run(input_cfg, seed, resume)
-    run = build_serial(cfg, env_setting, model)
+    with starting(cfg, resume_path):
+        run = build_serial(cfg, env_setting, model)
     with closing(run):
-        if expert_data_path is not None:
-            demos, after_collect = load_demo_buffer(cfg, run, expert_data_path), None
-            if cfg.policy.get('expert_random_collect_size'):
-                warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
-                              ConfigWarning, stacklevel=2)
-        else:
-            demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run, resume_path)
-        sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
-        if resume_path:
-            run.learner.resume(resume_path)
+        with starting(cfg, resume_path):
+            if expert_data_path is not None:
+                demos, after_collect = load_demo_buffer(cfg, run, expert_data_path), None
+                if cfg.policy.get('expert_random_collect_size'):
+                    warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
+                                  ConfigWarning, stacklevel=2)
+            else:
+                demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run, resume_path)
+            sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
+            if resume_path:
+                run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
 

@@ -41,7 +41,7 @@ def test_pair_argument_and_integral_floats(tmp_path, monkeypatch):
     (dict(model=dict(obs_shape=3, action_shape=1, twin_critc=True)), "did you mean 'policy.model.twin_critic'?"),
     (dict(learn=dict(batch_size='64')), "'policy.learn.batch_size' must be an int, got '64'"),
     (dict(learn=dict(batch_size=0)), "'policy.learn.batch_size' must be a positive number, got 0"),
-    (dict(learn=dict(discount_factor=1.5)), "'policy.learn.discount_factor' must be a number in [0, 1]"),
+    (dict(learn=dict(discount_factor=1.5)), "'policy.learn.discount_factor' must be a number in (0, 1]"),
     (dict(cuda='yes'), "'policy.cuda' must be a bool"),
     (dict(learn=3), "'policy.learn' must be a dict"),
 ])
