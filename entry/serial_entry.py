@@ -13,7 +13,7 @@ from tqdm import tqdm
 from ding_lite.config import ConfigError
 from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
-from ding_lite.utils import set_pkg_seed
+from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
@@ -54,6 +54,8 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     collector_env, evaluator_env = build_envs(cfg, env_setting)
     check_spaces(collector_env, cfg.policy)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+    if cfg.policy.deterministic:
+        set_deterministic(True)
     policy = create_policy(cfg.policy, model=model)
     tb_logger = build_tb_logger(cfg.exp_name)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)

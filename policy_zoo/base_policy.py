@@ -34,6 +34,7 @@ class Policy:
         type=None,
         cuda=False,
         device=None,                        # None: 'cuda' if cuda and available, else 'cpu'
+        deterministic=False,                # bitwise-repeatable GPU kernels (slower); CPU runs repeat without it
         on_policy=False,
         priority=False,                     # learn returns 'priority' for a prioritized buffer
         priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights

@@ -159,3 +159,16 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     assert [int(it) for it, _ in final] == list(range(0, 1500, 10))  # every evaluation, once
     assert torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter'] == 1500
     assert not [name for name in os.listdir(exp / 'ckpt') if name.endswith('.tmp')]
+
+
+def test_deterministic_mode_runs_and_repeats(tmp_path):
+    from ding_lite.utils import set_deterministic
+    try:
+        runs = []
+        for name in ('a', 'b'):
+            main_cfg, create = _cfg(tmp_path / name)
+            main_cfg.policy.deterministic = True
+            runs.append(serial_pipeline((main_cfg, create), seed=5, max_train_iter=20))
+        assert torch.are_deterministic_algorithms_enabled() and _same_params(*runs)
+    finally:
+        set_deterministic(False)
