@@ -164,7 +164,7 @@ def test_prioritized_save_with_alpha_zero_keeps_raw_priorities(tmp_path):
     buffer.update({'replay_buffer_idx': torch.arange(4), 'priority': torch.tensor([4.0, 5.0, 2.0, 3.0])})
     path = str(tmp_path / 'prio0.pt')
     buffer.save(path)
-    assert torch.load(path, weights_only=False)['extra']['priority'].tolist() == [4.0, 5.0, 2.0, 3.0]
+    assert torch.load(path, weights_only=True)['extra']['priority'].tolist() == [4.0, 5.0, 2.0, 3.0]
     restored = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'alpha': 1.0})  # the same data, now prioritised
     restored.load(path)
     frac = (restored.sample(7000).replay_buffer_idx == 1).float().mean().item()

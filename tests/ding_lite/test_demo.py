@@ -36,7 +36,7 @@ def test_missing_truncated_foreign_and_old_files(tmp_path):
     torch.save({'obs': torch.zeros(3)}, tmp_path / 'foreign.pt')
     with pytest.raises(ValueError, match='not a ding_lite demonstration file'):
         load_demo(str(tmp_path / 'foreign.pt'))
-    state = torch.load(path, weights_only=False)
+    state = torch.load(path, weights_only=True)
     torch.save(dict(state, version=99), tmp_path / 'future.pt')
     with pytest.raises(ValueError, match='format version 99, expected 1'):
         load_demo(str(tmp_path / 'future.pt'))

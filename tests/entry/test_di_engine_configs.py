@@ -63,6 +63,7 @@ def test_sac_config_runs_unchanged(name, tmp_path, monkeypatch):
     run = _learned(name, tmp_path)
     main, create = read_config(str(run / 'total_config.py'))
     assert create.import_names == [] and main.policy.type == read_config(_path(name))[1].policy.type
+    assert main.env.manager.type == create.env_manager.type == read_config(_path(name))[1].env_manager.type
     assert type(policy).__name__ == ('DiscreteSACPolicy' if main.env.type == 'cartpole' or 'discrete' in name
                                      else 'SACPolicy')
     env_cls, collector_cfgs, _ = get_vec_env_setting(main.env)

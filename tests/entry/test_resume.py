@@ -172,3 +172,27 @@ def test_deterministic_mode_runs_and_repeats(tmp_path):
         assert torch.are_deterministic_algorithms_enabled() and _same_params(*runs)
     finally:
         set_deterministic(False)
+
+
+def test_sqil_with_an_online_expert_resumes_exactly(tmp_path, monkeypatch):
+    from entry import serial_pipeline_sqil
+    from tests.conftest import untrained_checkpoint
+
+    def cfgs(name):
+        main_cfg, create = _cfg(tmp_path / name)
+        main_cfg.policy.collect.model_path = ckpt
+        main_cfg.policy.expert_random_collect_size = 24
+        create.policy.type = 'sqil_sac'
+        return main_cfg, create
+    ckpt = untrained_checkpoint(_cfg(tmp_path / 'x'), tmp_path / 'expert.pth.tar')
+    expert = _cfg(tmp_path / 'expert_exp')
+    straight = serial_pipeline_sqil(cfgs('straight'), expert_cfg=expert, seed=0, max_train_iter=40)
+    with monkeypatch.context() as patch:
+        _crash_at(patch, 17)  # after iteration_14
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline_sqil(cfgs('crashed'), expert_cfg=expert, seed=0, max_train_iter=40)
+    saved = torch.load(tmp_path / 'crashed' / 'ckpt' / 'iteration_14.buffer.pth.tar', weights_only=True)
+    assert set(saved) == {'replay_buffer', 'expert_buffer'} and saved['expert_buffer']['count'] > 24
+    resumed = serial_pipeline_sqil(cfgs('crashed'), expert_cfg=expert, max_train_iter=40, resume=True)
+    assert _same_params(straight, resumed)
+    assert _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')

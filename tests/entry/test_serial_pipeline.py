@@ -207,7 +207,7 @@ def test_resume_from_checkpoint_continues_counts_in_a_new_folder(tiny_pendulum):
     serial_pipeline((main, create), seed=0, max_env_step=120)
     ckpt = os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar')
     best_before = open(os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar'), 'rb').read()
-    state = torch.load(ckpt, weights_only=False)
+    state = torch.load(ckpt, weights_only=True)
     main.policy.learn.learner = dict(hook=dict(load_ckpt_before_run=ckpt))
     policy = serial_pipeline((main, create), seed=0, max_env_step=state['last_envstep'] + 40)
     resumed = [d for d in os.listdir(os.path.dirname(main.exp_name)) if d.startswith('tiny_')]
