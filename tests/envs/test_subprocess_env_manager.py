@@ -114,3 +114,28 @@ def test_an_exception_in_the_run_leaves_no_env_process(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         serial_pipeline((main, create), seed=0, max_env_step=200)
     assert not mp.active_children()
+
+
+def test_ctrl_c_at_the_cli_leaves_no_process_behind(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    main = copy.deepcopy(TINY_PENDULUM)
+    main['exp_name'] = str(tmp_path / 'run')
+    main['policy']['learn']['learner']['hook']['save_ckpt_after_iter'] = 5
+    create = dict(copy.deepcopy(TINY_CREATE), env_manager=dict(type='subprocess'))
+    cfg = tmp_path / 'cfg.py'
+    cfg.write_text(f"main_config = {main!r}\ncreate_config = {create!r}\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    process = subprocess.Popen([sys.executable, '-m', 'entry.cli', '-m', 'serial', '-c', str(cfg)], env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / 'run' / 'ckpt' / 'latest').exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and 'interrupted' in err
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no env worker is left in the group
+        os.killpg(process.pid, 0)
