@@ -77,6 +77,7 @@ class BaseLearner:
         self._hooks = build_learner_hooks(self._cfg.hook)
         if self._cfg.on_nonfinite not in ('stop', 'skip'):
             raise ValueError(f"learner.on_nonfinite must be 'stop' or 'skip', got {self._cfg.on_nonfinite!r}")
+        self._skip_nonfinite = self._cfg.on_nonfinite == 'skip'
         self.skipped_steps = 0
         self.priority_buffer: Any = None  # a prioritized buffer whose priorities each step updates
         self.save_replay_buffer = True
@@ -111,17 +112,14 @@ class BaseLearner:
     def train(self, data: Any, envstep: int = -1) -> dict[str, Tensor]:
         """One learn step on ``data`` (a batch or a list of transitions), between the iteration hooks."""
         self.call_hook('before_iter')
-        if self._cfg.on_nonfinite == 'skip':
-            backup = copy.deepcopy(self._policy.state_dict())
-            output = self._policy.forward(data)
-            if not bool(torch.stack([torch.isfinite(v).all() for v in output.values()]).all()):
-                self._policy.load_state_dict(backup)
-                self.skipped_steps += 1
-                self.logger.warning(f"skipped a non-finite step at iteration {self.train_iter} "
-                                    f"({self.skipped_steps} so far)")
-                return output
-        else:
-            output = self._policy.forward(data)
+        backup = copy.deepcopy(self._policy.state_dict()) if self._skip_nonfinite else None
+        output = self._policy.forward(data)
+        if backup is not None and not bool(torch.stack([torch.isfinite(v).all() for v in output.values()]).all()):
+            self._policy.load_state_dict(backup)
+            self.skipped_steps += 1
+            self.logger.warning(f"skipped a non-finite step at iteration {self.train_iter} "
+                                f"({self.skipped_steps} so far)")
+            return output
         self.priority_info = None
         if 'priority' in output and 'replay_buffer_idx' in data:  # sampled from a prioritized buffer
             self.priority_info = {'priority': output['priority'], 'replay_buffer_idx': data['replay_buffer_idx']}

@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -17,7 +16,6 @@ from easydict import EasyDict
 
 from ding_lite.config import ConfigError
 from entry import serial_pipeline
-from entry.cli import main
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
