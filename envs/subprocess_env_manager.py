@@ -127,6 +127,7 @@ class SubprocessEnvManager(BaseEnvManager):
         self._failures = [0] * self.env_num  # in a row, per env
         self._restart_count = [0] * self.env_num
         self._env_ref: BaseEnv | None = None
+        self._layout: tuple[tuple, str] | None | bool = False  # False: not read yet
         self._finalizer = weakref.finalize(self, _kill, self._processes)
 
     @property
@@ -142,10 +143,12 @@ class SubprocessEnvManager(BaseEnvManager):
 
     # ---- process handling ----
     def _obs_layout(self) -> tuple[tuple, str] | None:
-        space = self.env_ref.observation_space
-        if self._cfg.shared_memory and isinstance(space, gym.spaces.Box):
-            return tuple(space.shape), np.dtype(space.dtype).str
-        return None
+        """``(shape, dtype)`` of the shared observation buffers, or None (pipes); read once from the spaces."""
+        if self._layout is False:
+            space = self.env_ref.observation_space
+            shared = self._cfg.shared_memory and isinstance(space, gym.spaces.Box)
+            self._layout = (tuple(space.shape), np.dtype(space.dtype).str) if shared else None
+        return self._layout
 
     def _start(self, env_id: int) -> None:
         layout = self._obs_layout()
