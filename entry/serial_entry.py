@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
@@ -32,17 +33,11 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     continues the newest complete checkpoint of ``exp_name`` (``ckpt/latest``); a path continues that checkpoint.
     """
     cfg, resume_path = compile_run(input_cfg, seed, resume)
-    offline = cfg.policy.other.offline_buffer
-    if offline.path and not 0 < offline.ratio < 1:
-        raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model)
     with closing(run):
         with starting(cfg, resume_path):
-            sample = run.buffer.sample
-            if offline.path:
-                sample = mixed_sampler([(run.buffer, 1 - offline.ratio),
-                                        (load_demo_buffer(cfg, run, offline.path), offline.ratio)])
+            sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
             if resume_path:
                 run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step)
@@ -62,19 +57,24 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
-    run = SimpleNamespace(
-        policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector, evaluator=evaluator,
-        learner=create_learner(cfg.policy.learn.learner, policy=policy.learn_mode, **kwargs),
-        buffer=BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer, **kwargs),
-        loop=RunLoop(cfg.seed), closables=[collector, evaluator, tb_logger],
-    )
-    learner = run.learner
+    learner, buffer = build_learner(cfg, policy, tb_logger)
+    run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
+                          evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
+                          closables=[collector, evaluator, tb_logger])
     for name, part in (('collector', collector), ('evaluator', evaluator), ('loop', run.loop)):
         learner.attach(name, part)
-    learner.attach('replay_buffer', run.buffer, buffer=True)
-    learner.save_replay_buffer = cfg.policy.other.replay_buffer.save_replay_buffer
-    learner.priority_buffer = run.buffer if hasattr(run.buffer, 'update') else None
     return run
+
+
+def build_learner(cfg: EasyDict, policy: Policy, tb_logger: Any) -> tuple[BaseLearner, Any]:
+    """The learner over ``policy``'s learn mode and the replay buffer it trains from, attached to its checkpoints."""
+    kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
+    learner = create_learner(cfg.policy.learn.learner, policy=policy.learn_mode, **kwargs)
+    buffer = BUFFER_REGISTRY.build(cfg.policy.other.replay_buffer.type, cfg.policy.other.replay_buffer, **kwargs)
+    learner.attach('replay_buffer', buffer, buffer=True)
+    learner.save_replay_buffer = cfg.policy.other.replay_buffer.save_replay_buffer
+    learner.priority_buffer = buffer if hasattr(buffer, 'update') else None
+    return learner, buffer
 
 
 class RunLoop:
@@ -113,13 +113,25 @@ def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
             closable.close()
 
 
-def load_demo_buffer(cfg: EasyDict, run: SimpleNamespace, path: str) -> ReplayBuffer:
-    """The demonstrations of ``path`` on the replay buffer's device, checked against this run's env and model."""
+def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:
+    """The demonstrations of ``path`` on ``buffer``'s device, checked against this run's ``env`` and model."""
     if cfg.policy.priority:
         raise ConfigError("policy.priority=True cannot be combined with demonstration batches; set it to False")
-    env_id = getattr(run.collector_env.env_ref, 'env_id', None)
     discrete = get_policy_cls(cfg.policy).action_space_type == 'discrete'
-    return demo_buffer(path, ReplayBuffer, cfg.policy, env_id, discrete, device=str(run.buffer.device))
+    return demo_buffer(path, ReplayBuffer, cfg.policy, getattr(env, 'env_id', None), discrete,
+                       device=str(buffer.device))
+
+
+def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[int], Batch]:
+    """``buffer.sample``, or with ``policy.other.offline_buffer.path`` set, a sampler mixing that file's
+    transitions (real rewards) into every batch at ``ratio``."""
+    offline = cfg.policy.other.offline_buffer
+    if not offline.path:
+        return buffer.sample
+    if not 0 < offline.ratio < 1:
+        raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
+    return mixed_sampler([(buffer, 1 - offline.ratio), (load_demo_buffer(cfg, buffer, env, offline.path),
+                                                         offline.ratio)])
 
 
 def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
@@ -129,9 +141,9 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
     if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
-        random_collect(cfg.policy, collector, run.policy.collect_mode, run.buffer, run.collector_env.action_space,
-                       cfg.seed)
-    with _progress(cfg, collector, max_env_step) as bar:
+        run.buffer.push(random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                                       run.collector_env.action_space, cfg.seed))
+    with progress_bar(cfg, collector.envstep, max_env_step) as bar:
         while True:
             if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
                 if evaluator.should_eval(learner.train_iter):
@@ -148,7 +160,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
             if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
                 break
     learner.call_hook('after_run')
-    _summarise(cfg, learner, collector, evaluator)
+    summarise(cfg, learner, collector.envstep, evaluator)
 
 
 def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:
@@ -163,16 +175,19 @@ def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
         run.learner.train(batch, run.collector.envstep)
 
 
-def _progress(cfg: EasyDict, collector: Any, max_env_step: int) -> tqdm:
+def progress_bar(cfg: EasyDict, envstep: int, max_env_step: int) -> tqdm:
     """A bar of env steps with the last eval return; silent when stderr is not a terminal (``disable=None``)."""
     total = max_env_step if max_env_step < int(1e10) else None
-    return tqdm(total=total, initial=collector.envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True,
-                disable=None)
+    return tqdm(total=total, initial=envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True, disable=None)
 
 
-def _summarise(cfg: EasyDict, learner: BaseLearner, collector: Any, evaluator: InteractionSerialEvaluator) -> None:
+def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: InteractionSerialEvaluator,
+              pipeline: str = 'serial') -> logging.Logger:
+    """Print (and log to ``summary.txt``) where the run ended and where its files are; returns that logger."""
     logger = build_logger(cfg.exp_name, 'summary', console=True)
     last = evaluator.last_info.get('return_mean', float('nan'))
-    logger.info(f"finished {cfg.exp_name}: {collector.envstep} env steps, {learner.train_iter} train iterations, "
+    logger.info(f"finished {cfg.exp_name}: {envstep} env steps, {learner.train_iter} train iterations, "
                 f"last eval return {last:.2f} (best {evaluator.best_return:.2f}, stop value {evaluator.stop_value})")
-    logger.info(f"logs: {cfg.exp_name}/log/ (evaluator.csv, tensorboard: serial/)  checkpoints: {cfg.exp_name}/ckpt/")
+    logger.info(f"logs: {cfg.exp_name}/log/ (evaluator.csv, tensorboard: {pipeline}/)  "
+                f"checkpoints: {cfg.exp_name}/ckpt/")
+    return logger

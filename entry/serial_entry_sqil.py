@@ -35,7 +35,8 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
     with closing(run):
         with starting(cfg, resume_path):
             if expert_data_path is not None:
-                demos, after_collect = load_demo_buffer(cfg, run, expert_data_path), None
+                demos = load_demo_buffer(cfg, run.buffer, run.collector_env.env_ref, expert_data_path)
+                after_collect = None
                 if cfg.policy.get('expert_random_collect_size'):
                     warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
                                   ConfigWarning, stacklevel=2)

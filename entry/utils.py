@@ -69,14 +69,20 @@ def find_resume_point(where: str) -> str:
 
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:
     """``(collector env manager or None, evaluator env manager)``, seeded as DI-engine does."""
-    env_fn, collector_cfgs, evaluator_cfgs = env_setting or get_vec_env_setting(cfg.env)
-    evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_cfgs])
-    evaluator_env.seed(cfg.seed, dynamic_seed=False)
-    collector_env = None
-    if collect:
-        collector_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_cfgs])
-        collector_env.seed(cfg.seed)
+    env_setting = env_setting or get_vec_env_setting(cfg.env)
+    evaluator_env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed)
+    collector_env = build_env_manager(cfg, env_setting, 'collector', cfg.seed) if collect else None
     return collector_env, evaluator_env
+
+
+def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -> Any:
+    """The ``'collector'`` (dynamic seeds from ``seed``) or ``'evaluator'`` (the same episodes each evaluation)
+    env manager of ``env_setting`` = ``(env_fn, collector env cfgs, evaluator env cfgs)``."""
+    env_fn, collector_cfgs, evaluator_cfgs = env_setting
+    env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
+    manager = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
+    manager.seed(seed, dynamic_seed=which == 'collector')
+    return manager
 
 
 def _flat(shape: Any) -> int | None:
@@ -119,12 +125,13 @@ class RandomCollectPolicy:
         pass
 
 
-def random_collect(policy_cfg: EasyDict, collector: Any, collect_policy: SimpleNamespace, buffer: Any,
-                   action_space: gym.Space, seed: int) -> None:
-    """Fill ``buffer`` with ``random_collect_size`` env steps of uniform random actions."""
+def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: int, action_space: gym.Space,
+                   seed: int) -> list[Any]:
+    """At least ``n_sample`` training samples from uniform random actions (the warm-up before learning)."""
     collector.reset_policy(RandomCollectPolicy(collect_policy, action_space, seed))
-    buffer.push(collector.collect(n_sample=policy_cfg.random_collect_size, train_iter=0))
+    samples = collector.collect(n_sample=n_sample, train_iter=0)
     collector.reset_policy(collect_policy)
+    return samples
 
 
 def expert_mode(policy: Policy, deterministic: bool = True) -> SimpleNamespace:

@@ -73,6 +73,11 @@ class Policy:
                 raise ValueError(f"unknown policy field {field!r}; expected 'learn', 'collect' or 'eval'")
             getattr(self, f'_init_{field}')()
 
+    @property
+    def model(self) -> nn.Module:
+        """The model every mode shares."""
+        return self._model
+
     def _create_model(self) -> nn.Module:
         model_cfg = copy.deepcopy(dict(self._cfg.get('model', {})))
         model_type = model_cfg.pop('type', None) or self.default_model()

@@ -91,14 +91,14 @@ class _SerialCollector:
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
             return
         self._last_print_iter = train_iter
-        returns = [e['return'] for e in self._episode_info]
-        stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
-                 'episode_length_mean': float(np.mean([e['length'] for e in self._episode_info])),
-                 'episode_count': float(len(returns)), 'envstep_count': float(self.envstep),
-                 'env_restart_count': float(self.env_restarts)}
+        log_episodes(self._tb_logger, self.logger, self._episode_info, train_iter, self.envstep, self.env_restarts)
         self._episode_info = []
-        write_scalars(self._tb_logger, 'collector', stats, self.envstep)
-        self.logger.info(format_scalars(f"iter {train_iter} envstep {self.envstep}", stats))
+
+    def pop_episodes(self) -> list[dict[str, float]]:
+        """The episodes finished since the last call (``{'return', 'length'}`` each), for a caller that logs them
+        itself (a Ray collector's driver); forgets them here."""
+        episodes, self.finished_episodes, self._episode_info = self.finished_episodes, [], []
+        return episodes
 
     def state_dict(self) -> dict[str, Any]:
         """Counters, unfinished trajectories, the envs (see ``BaseEnvManager.state_dict``) and the collect mode's
@@ -169,6 +169,18 @@ class EpisodeSerialCollector(_SerialCollector):
                     self._traj[env_id] = []
         self._maybe_log(train_iter)
         return episodes
+
+
+def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
+                 env_restarts: int) -> None:
+    """Write the collector's statistics of ``episodes`` (``{'return', 'length'}`` each) to tensorboard and the log."""
+    returns = [e['return'] for e in episodes]
+    stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
+             'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
+             'episode_count': float(len(returns)), 'envstep_count': float(envstep),
+             'env_restart_count': float(env_restarts)}
+    write_scalars(tb_logger, 'collector', stats, envstep)
+    logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", stats))
 
 
 def create_serial_collector(cfg: dict, **kwargs: Any) -> _SerialCollector:

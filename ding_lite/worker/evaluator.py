@@ -33,13 +33,15 @@ class InteractionSerialEvaluator:
     def default_config(cls) -> EasyDict:
         return class_default_config(cls)
 
-    def __init__(self, cfg: dict | None, env: Any, policy: SimpleNamespace, tb_logger: Any = None,
-                 exp_name: str = 'default_experiment', instance_name: str = 'evaluator') -> None:
+    def __init__(self, cfg: dict | None, env: Any, policy: SimpleNamespace | None, tb_logger: Any = None,
+                 exp_name: str | None = 'default_experiment', instance_name: str = 'evaluator') -> None:
+        """``env`` and ``policy`` None: only ``record`` results that an evaluator elsewhere (a Ray actor) ran;
+        ``exp_name`` None: only ``run_episodes``, writing no files."""
         self._cfg = with_defaults(type(self), cfg)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
         self.logger = build_logger(exp_name, instance_name)
-        self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv')
-        self.n_episode = self._cfg.n_episode or env.env_num
+        self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv') if exp_name is not None else None
+        self.n_episode = self._cfg.n_episode or (env.env_num if env is not None else 1)
         self.stop_value = float('inf') if self._cfg.stop_value is None else self._cfg.stop_value
         self.best_return = -float('inf')
         self.last_info: dict[str, float] = {}
@@ -89,7 +91,12 @@ class InteractionSerialEvaluator:
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1) -> tuple[bool, dict[str, float]]:
         """Evaluate, log a row to ``evaluator.csv``, save ``ckpt_best.pth.tar`` on a new best; ``(stop, info)``."""
-        returns = np.asarray(self.run_episodes())
+        return self.record(self.run_episodes(), save_ckpt_fn, train_iter, envstep)
+
+    def record(self, returns: list[float], save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
+               envstep: int = -1) -> tuple[bool, dict[str, float]]:
+        """Log the episode ``returns`` of the weights of ``train_iter`` as ``eval`` does; ``(stop, info)``."""
+        returns = np.asarray(returns)
         info = {'return_mean': float(returns.mean()), 'return_std': float(returns.std()),
                 'return_min': float(returns.min()), 'return_max': float(returns.max())}
         self._append_csv(train_iter, envstep, info)
@@ -128,7 +135,8 @@ class InteractionSerialEvaluator:
         self._csv_recorded_iter = _last_recorded_iter(self.csv_path)
 
     def close(self) -> None:
-        self._env.close()
+        if self._env is not None:
+            self._env.close()
 
 
 def _last_recorded_iter(path: str) -> int:

@@ -164,16 +164,22 @@ class BaseLearner:
         goes in its own file beside the checkpoint when ``save_replay_buffer`` is on."""
         (self._buffers if buffer else self._parts)[name] = part
 
-    def save_checkpoint(self, name: str = 'ckpt_best.pth.tar', resume_point: bool = False) -> str:
-        """Write the learn state to ``<exp_name>/ckpt/<name>`` atomically; return the path.
+    def checkpoint_state(self) -> dict[str, Any]:
+        """The learn state and counters a checkpoint holds, as of now (live tensors: copy to keep them)."""
+        return {'kind': CHECKPOINT_KIND, 'version': CHECKPOINT_VERSION, 'last_iter': self.train_iter,
+                'last_envstep': self.last_envstep, **self._policy.state_dict()}
+
+    def save_checkpoint(self, name: str = 'ckpt_best.pth.tar', resume_point: bool = False,
+                        state: dict[str, Any] | None = None) -> str:
+        """Write the learn state (or an earlier ``checkpoint_state()``) to ``<exp_name>/ckpt/<name>`` atomically;
+        return the path.
 
         A ``resume_point`` also holds the attached parts (collector, evaluator, ...), the RNG states and the
         buffers' file, and becomes ``ckpt/latest`` once everything is on disk. Non-finite parameters or
         statistics are never written: that raises ``NonFiniteError`` instead.
         """
         path = os.path.join(self.ckpt_dir, name)
-        state = {'kind': CHECKPOINT_KIND, 'version': CHECKPOINT_VERSION, 'last_iter': self.train_iter,
-                 'last_envstep': self.last_envstep, **self._policy.state_dict()}
+        state = dict(state) if state is not None else self.checkpoint_state()
         self.check_finite(state)
         if resume_point:
             state['run'] = {key: part.state_dict() for key, part in self._parts.items()}

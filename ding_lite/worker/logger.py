@@ -9,8 +9,13 @@ from typing import Any
 from tensorboardX import SummaryWriter
 
 
-def build_logger(exp_name: str, name: str, console: bool = False) -> logging.Logger:
-    """A logger writing ``<exp_name>/log/<name>.txt`` (and the console when asked)."""
+def build_logger(exp_name: str | None, name: str, console: bool = False) -> logging.Logger:
+    """A logger writing ``<exp_name>/log/<name>.txt`` (and the console when asked); ``exp_name`` None writes
+    nowhere (a Ray actor's worker, whose driver logs what it reports)."""
+    if exp_name is None:
+        logger = logging.getLogger(f'ding_lite.unlogged.{name}')
+        logger.propagate = False
+        return logger
     logger = logging.getLogger(f'ding_lite.{os.path.abspath(exp_name)}.{name}')
     if not logger.handlers:
         os.makedirs(os.path.join(exp_name, 'log'), exist_ok=True)
@@ -24,8 +29,8 @@ def build_logger(exp_name: str, name: str, console: bool = False) -> logging.Log
     return logger
 
 
-def build_tb_logger(exp_name: str) -> SummaryWriter:
-    return SummaryWriter(os.path.join(exp_name, 'log', 'serial'))
+def build_tb_logger(exp_name: str, pipeline: str = 'serial') -> SummaryWriter:
+    return SummaryWriter(os.path.join(exp_name, 'log', pipeline))
 
 
 def format_scalars(prefix: str, scalars: dict[str, Any]) -> str:
