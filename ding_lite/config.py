@@ -19,7 +19,15 @@ from .utils.checkpoint import atomic_write_text
 from .utils.default_config import ConfigError, ConfigWarning, class_default_config, deep_merge
 from .utils.device import resolve_device
 
-TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy')
+TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel')
+# The parallel pipeline's section (entry.parallel_pipeline); the serial pipelines ignore it.
+PARALLEL_CONFIG = dict(
+    collector_num=2,               # collector actors, each with its own env manager of collector_env_num envs
+    ray_address=None,              # None: start Ray locally; 'auto' or 'host:port': join that cluster
+    num_cpus_per_collector=1.0,    # CPUs Ray reserves for each collector actor (the evaluator takes 1)
+    weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
+    max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
+)
 # Leaf values checked wherever they appear: name -> (predicate, what is expected).
 _VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     **{
@@ -35,6 +43,10 @@ _VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     'random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
     'expert_random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
     'nstep': (lambda v: v == 1, '1 (ding_lite computes one-step TD targets)'),
+    'collector_num': (lambda v: v > 0, 'a positive number'),
+    'num_cpus_per_collector': (lambda v: v > 0, 'a positive number'),
+    'weight_sync_interval': (lambda v: v > 0, 'a positive number'),
+    'max_actor_restarts': (lambda v: v >= 0, 'a number >= 0'),
 }
 
 # Keys of DI-engine's dizoo configs that no ding_lite class declares, so that those configs run unchanged.
@@ -245,7 +257,8 @@ def compile_config(
                              dict(learner=learner, collector=collector, evaluator=evaluator))
     seed = main_cfg.get('seed', 0) if seed is None else seed
     cfg = EasyDict(exp_name=main_cfg.get('exp_name', 'default_experiment'), seed=int(seed), policy=policy,
-                   env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg))
+                   env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg),
+                   parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()))
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
@@ -301,6 +314,15 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     return env
 
 
+def _compile_parallel(parallel_user: dict) -> EasyDict:
+    parallel = merge_strict(PARALLEL_CONFIG, parallel_user, 'parallel')
+    address = parallel.ray_address
+    if address is not None and not (isinstance(address, str) and address):
+        raise ConfigError(f"config key 'parallel.ray_address' must be None (start Ray locally), 'auto' or "
+                          f"'host:port', got {address!r}")
+    return parallel
+
+
 def save_config(cfg: dict, path: str) -> None:
     """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic)."""
     main = _plain({k: v for k, v in cfg.items() if k != 'create_config'}, 'main_config')
@@ -326,5 +348,5 @@ def _plain(obj: Any, path: str) -> Any:
                       f"use plain numbers, strings, lists and dicts")
 
 
-__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'read_config', 'compile_config', 'save_config',
-           'merge_strict', 'deep_merge', 'class_default_config']
+__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'read_config', 'compile_config',
+           'save_config', 'merge_strict', 'deep_merge', 'class_default_config']
