@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .application import collect_demo_data, eval
+from .parallel_entry import parallel_pipeline
 from .serial_entry import serial_pipeline
 from .serial_entry_sqil import serial_pipeline_sqil
 
-__all__ = ['serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'eval']
+__all__ = ['serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'eval', 'parallel_pipeline']

@@ -5,7 +5,7 @@ import argparse
 import sys
 import traceback
 
-MODES = ('serial', 'eval', 'collect_demo', 'serial_sqil')
+MODES = ('serial', 'parallel', 'eval', 'collect_demo', 'serial_sqil')
 
 
 def _positive_int(text: str) -> int:
@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
     parser.add_argument('--resume', nargs='?', const=True, default=False, metavar='PATH',
-                        help="serial / serial_sqil: continue the newest complete checkpoint of the config's "
-                             "exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
+                        help="serial / parallel / serial_sqil: continue the newest complete checkpoint of the "
+                             "config's exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
     parser.add_argument('--load-path', default=None, help='checkpoint to evaluate or to collect demonstrations with')
     parser.add_argument('--expert-data-path', default=None,
                         help='demonstration file to write (collect_demo) or to learn from (serial_sqil)')
@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('-m collect_demo needs --load-path, --expert-data-path and --collect-count')
     if args.mode == 'serial_sqil' and bool(args.expert_data_path) == bool(args.expert_config):
         parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
-    if args.resume and args.mode not in ('serial', 'serial_sqil'):
-        parser.error(f'--resume continues a training run (-m serial or serial_sqil), not -m {args.mode}')
+    if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
+        parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
     try:
         _run(args)
     except KeyboardInterrupt:
@@ -73,6 +73,10 @@ def _run(args: argparse.Namespace) -> None:
         from .serial_entry import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
                         max_train_iter=args.max_train_iter, resume=args.resume)
+    elif args.mode == 'parallel':
+        from .parallel_entry import parallel_pipeline
+        parallel_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
+                          max_train_iter=args.max_train_iter, resume=args.resume)
     elif args.mode == 'eval':
         from .application import eval
         eval(args.config, seed=args.seed, load_path=args.load_path)

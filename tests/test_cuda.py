@@ -1,4 +1,4 @@
-"""The GPU path: serial SAC, SQIL and hybrid training on CUDA with the replay buffer on the device.
+"""The GPU path: serial SAC, SQIL, hybrid and parallel training on CUDA with the replay buffer on the device.
 
 Skipped without CUDA. Checks that batches live on the device, that priorities go back without a host sync, and
 that checkpoints written on the GPU load on the CPU.
@@ -117,3 +117,15 @@ def test_sqil_and_hybrid_on_cuda_mix_on_the_device(on_cuda, tmp_path):
     DeviceCheckingSAC.sampled, DeviceCheckingSAC.devices = set(), set()
     serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_env_step=300)
     assert DeviceCheckingSAC.sampled == {'cpu'} and DeviceCheckingSAC.devices == {'cuda:0'}
+
+
+def test_parallel_learner_and_buffer_on_cuda_actors_on_the_cpu(on_cuda):
+    ray = pytest.importorskip('ray', reason='the parallel pipeline needs Ray')
+    from entry import parallel_pipeline
+    main, create = on_cuda
+    main.policy.other.replay_buffer.device = 'cpu'         # the parallel pipeline keeps it beside the learner
+    main.parallel = dict(collector_num=2)
+    policy = parallel_pipeline((main, create), seed=0, max_env_step=300)
+    assert DeviceCheckingSAC.sampled == DeviceCheckingSAC.devices == {'cuda:0'}
+    assert next(policy.model.parameters()).is_cuda and not ray.is_initialized()
+    assert load_checkpoint(f'{main.exp_name}/ckpt/ckpt_best.pth.tar')['last_iter'] >= 0  # the evaluated snapshot
