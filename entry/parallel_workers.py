@@ -147,11 +147,12 @@ class ActorPool:
         """Connect to Ray (see ``connect_ray``) and start every actor."""
         ray, par = self._ray, self._par
         self._started_ray, where = connect_ray(ray, par)
-        _check_cpus(ray, par)
+        share = self._cpu_share(ray.cluster_resources().get('CPU', 0))
         self._model_ref = ray.put(copy.deepcopy(self._run.policy.model).to('cpu'))
         self._threads = max(1, int(par.num_cpus_per_collector))
-        self._collector_cls = ray.remote(num_cpus=par.num_cpus_per_collector, max_restarts=0)(CollectorWorker)
-        self._evaluator_cls = ray.remote(num_cpus=1, max_restarts=0)(EvaluatorWorker)
+        self._collector_cls = ray.remote(num_cpus=par.num_cpus_per_collector * share, max_restarts=0)(
+            CollectorWorker)
+        self._evaluator_cls = ray.remote(num_cpus=share, max_restarts=0)(EvaluatorWorker)
         if self._resumed:  # new actors, new seeds: a resumed run does not replay the episodes it had collected
             self._loop.generation = [g + 1 for g in self._loop.generation]
         start = time.perf_counter()
@@ -171,6 +172,20 @@ class ActorPool:
             for slot, result in self.wait(self.slots, poll_seconds):
                 if result is None:
                     self.submit(slot, 'ready')
+
+    def _cpu_share(self, have: float) -> float:
+        """The fraction of their CPUs the actors reserve: all, or, on a Ray with fewer CPUs than they ask for
+        (started by someone else), as much as fits, so that none waits for a CPU forever."""
+        need = cpus_needed(self._par)
+        if have >= need:
+            return 1.0
+        if have <= 0:
+            raise ConfigError("the Ray cluster reports no CPUs, so no actor could be placed")
+        par = self._par
+        self._logger.warning(f"the Ray cluster has {have:g} CPUs, but parallel.collector_num={par.collector_num} x "
+                             f"num_cpus_per_collector={par.num_cpus_per_collector:g} + 1 for the evaluator ask for "
+                             f"{need:g}: each actor reserves {have / need:.0%} of that, sharing the CPUs")
+        return have / need
 
     @property
     def slots(self) -> list[Slot]:
@@ -287,13 +302,6 @@ def cpus_needed(par: EasyDict) -> float:
     return par.collector_num * par.num_cpus_per_collector + 1  # the evaluator takes one
 
 
-def _check_cpus(ray: Any, par: EasyDict) -> None:
-    """Actors that do not fit would wait for CPUs forever: say so instead."""
-    have, need = ray.cluster_resources().get('CPU', 0), cpus_needed(par)
-    if have < need:
-        raise ConfigError(f"the Ray cluster has {have:g} CPUs, but parallel.collector_num="
-                          f"{par.collector_num} x num_cpus_per_collector={par.num_cpus_per_collector:g} + 1 for "
-                          f"the evaluator need {need:g}; lower them or add nodes")
 
 
 def _reachable(address: str | None, timeout: float = 5.0) -> None:
