@@ -1,9 +1,10 @@
 """Soft Actor-Critic for continuous actions."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable, Iterator
 
 import torch
 from torch import Tensor
@@ -12,6 +13,7 @@ from ding_lite.data import Batch
 from ding_lite.model import model_wrap
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.utils import compile_or_eager
 from .base_policy import Policy
 
 
@@ -19,6 +21,19 @@ def _step(optimizer: torch.optim.Optimizer, loss: Tensor) -> None:
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
+
+
+@contextlib.contextmanager
+def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
+    """Graphs built inside compute no gradients for ``params`` (they enter as constants)."""
+    params = list(params)
+    for param in params:
+        param.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for param in params:
+            param.requires_grad_(True)
 
 
 @POLICY_REGISTRY.register('sac')
@@ -48,6 +63,7 @@ class SACPolicy(Policy):
             auto_alpha=True,
             log_space=True,                   # learn log(alpha): always positive, better scaled
             target_entropy=None,              # None -> _default_target_entropy()
+            compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
         ),
         collect=dict(n_sample=1, unroll_len=1),
         eval=dict(),
@@ -71,6 +87,10 @@ class SACPolicy(Policy):
                                         update_kwargs={'theta': learn.target_theta})
         # live views of the online critic: the target follows only what it is used for
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
+        if learn.compile:
+            what = f"{type(self).__name__}'s update"  # one message for both: warned once
+            self._critic_td = compile_or_eager(self._critic_td, what)
+            self._actor_loss = compile_or_eager(self._actor_loss, what)
 
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size
@@ -98,7 +118,8 @@ class SACPolicy(Policy):
         td, q, target_q = self._critic_td(batch)               # [E, B], [E, B], [B]
         critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
         _step(self._optimizer_q, critic_loss)
-        policy_loss, entropy = self._actor_loss(batch.obs)
+        with _frozen(self._critic_params.values()):  # the actor's loss needs no critic weight gradients
+            policy_loss, entropy = self._actor_loss(batch.obs)
         _step(self._optimizer_policy, policy_loss)
         stats = {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
                  'q_value': q.mean(), 'target_q_value': target_q.mean(), 'td_error': td.abs().mean()}

@@ -1,7 +1,8 @@
 """SAC learn-step throughput: ``SACPolicy.learn_mode.forward`` against a bare PyTorch SAC update.
 
-Run: ``python -m tests.benchmark.bench_learn [--device cuda]``. Same sizes, same process, interleaved rounds;
-reports updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer
+Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile]``. Same sizes, same process, interleaved
+rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports updates/s and the
+framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer
 lives on the GPU too, and each timing window ends with a synchronize.
 """
 from __future__ import annotations
@@ -20,10 +21,10 @@ CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': (17, 6, 256, 256)
          'pendulum (obs 3, act 1, hidden 128, batch 128)': (3, 1, 128, 128)}
 
 
-def _policy(obs: int, act: int, hidden: int, batch: int, device: str) -> SACPolicy:
+def _policy(obs: int, act: int, hidden: int, batch: int, device: str, compile: bool = False) -> SACPolicy:
     main = dict(exp_name='bench_learn', policy=dict(device=device, model=dict(
         obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden),
-        learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3)))
+        learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, compile=compile)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False)
     return SACPolicy(cfg.policy, enable_field=['learn'])
 
@@ -41,33 +42,41 @@ def _rate(fn, seconds: float, device: str) -> float:
     return n / (time.perf_counter() - start)
 
 
-def run(seconds: float = 3.0, rounds: int = 3, device: str = 'cpu') -> dict[str, float]:
+def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: bool = True) -> dict[str, float]:
+    """Per case, interleaved rounds of the eager step, the compiled step (``learn.compile``) and the bare update;
+    the median of each round's ratio to the bare update."""
     results = {}
     for name, (obs, act, hidden, batch) in CASES.items():
         buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
         buffer.push({'obs': torch.randn(10000, obs), 'action': torch.rand(10000, act) * 2 - 1,
                      'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                      'done': torch.zeros(10000, dtype=torch.bool)})
-        policy = _policy(obs, act, hidden, batch, device).learn_mode
+        steps = {'eager': _policy(obs, act, hidden, batch, device).learn_mode.forward}
+        if compile:
+            steps['compiled'] = _policy(obs, act, hidden, batch, device, compile=True).learn_mode.forward
         bare = BareSAC(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
 
         def bare_step() -> None:
             b = buffer.sample(batch)
             bare.update(b.obs, b.action, b.reward, b.next_obs, b.done.float())
 
-        framework, baseline, ratios = [], [], []
+        rates: dict[str, list[float]] = {key: [] for key in [*steps, 'bare']}
         for _ in range(rounds):
-            framework.append(_rate(lambda: policy.forward(buffer.sample(batch)), seconds, device))
-            baseline.append(_rate(bare_step, seconds, device))
-            ratios.append(framework[-1] / baseline[-1])
-        ratio = sorted(ratios)[len(ratios) // 2]
-        print(f"{name}: framework {max(framework):.0f} updates/s, bare {max(baseline):.0f} updates/s, "
-              f"ratio (median of {rounds}) {ratio:.2f}")
-        results[name] = ratio
+            for key, step in steps.items():
+                rates[key].append(_rate(lambda: step(buffer.sample(batch)), seconds, device))
+            rates['bare'].append(_rate(bare_step, seconds, device))
+        line = f"{name}: bare {max(rates['bare']):.0f} updates/s"
+        for key in steps:
+            ratio = sorted(f / b for f, b in zip(rates[key], rates['bare']))[rounds // 2]
+            line += f", {key} {max(rates[key]):.0f} updates/s (ratio {ratio:.2f})"
+            results[f"{name}, {key}"] = ratio
+        print(line, flush=True)
     return results
 
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--device', default='cpu')
-    run(device=parser.parse_args().device)
+    parser.add_argument('--no-compile', action='store_true', help='skip the compiled step (compiling takes a while)')
+    args = parser.parse_args()
+    run(device=args.device, compile=not args.no_compile)

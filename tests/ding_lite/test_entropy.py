@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 import torch
+from torch import nn
 from torch.distributions import Normal, TanhTransform, TransformedDistribution
 
 from ding_lite.rl_utils import Temperature, tanh_gaussian_sample
+from ding_lite.rl_utils.entropy import FusedAdam, make_adam
 
 
 def test_tanh_gaussian_log_prob_matches_torch_distribution():
@@ -59,3 +62,29 @@ def test_temperature_state_round_trip():
     assert b.value.item() == pytest.approx(a.value.item())
     a.update(torch.tensor([2.0])), b.update(torch.tensor([2.0]))   # the Adam moments came along too
     assert b.value.item() == pytest.approx(a.value.item())
+
+
+def test_fused_adam_steps_as_torch_adam_and_survives_a_state_round_trip():
+    """The direct fused step updates exactly as ``torch.optim.Adam(fused=True)``, also after ``load_state_dict``
+    replaced its state tensors; a missing gradient takes Adam's own path (which skips that parameter)."""
+    torch.manual_seed(0)
+    ours, theirs = [nn.Linear(4, 3) for _ in range(2)]
+    theirs.load_state_dict(ours.state_dict())
+    opt_ours, opt_theirs = make_adam(ours.parameters(), 1e-2), torch.optim.Adam(theirs.parameters(), 1e-2, fused=True)
+    assert isinstance(opt_ours, FusedAdam)
+    for step in range(6):
+        x = torch.randn(8, 4)
+        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            if step == 4:
+                model.bias.grad = None
+            opt.step()
+        if step == 2:
+            opt_ours.load_state_dict(copy.deepcopy(opt_ours.state_dict()))
+        for a, b in zip(ours.parameters(), theirs.parameters()):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert opt_ours.state[ours.weight]['step'] == opt_theirs.state[theirs.weight]['step'] == 6
+    assert opt_ours._fast_groups() is not None and ours.weight.grad is not None  # the direct path ran
+    opt_ours.zero_grad()
+    assert ours.weight.grad is None

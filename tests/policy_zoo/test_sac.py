@@ -176,3 +176,80 @@ def test_modes_set_train_and_eval_on_the_model():
     assert all(m.training for m in policy._model.modules())
     policy.eval_mode.forward({0: torch.zeros(3)})
     assert not policy._model.training
+
+
+def _bare_copy(policy: SACPolicy):
+    """The hand-written CleanRL-style SAC of the benchmarks, holding ``policy``'s weights."""
+    from tests.benchmark.bare_sac import BareSAC
+    learn = policy._cfg.learn
+    bare = BareSAC(3, 2, 32, learn.learning_rate_q, learn.learning_rate_policy, learn.learning_rate_alpha)
+    model = policy._model
+    with torch.no_grad():
+        trunk, head = model.actor[0], model.actor[1]
+        for mine, theirs in zip([trunk[0], trunk[2], head.mu, head.log_sigma],
+                                [bare.actor.trunk[0], bare.actor.trunk[2], bare.actor.mu, bare.actor.log_std]):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias)
+        for e, critics in enumerate([(bare.q1, bare.q1_t), (bare.q2, bare.q2_t)]):
+            for layer, linear in zip([0, 2, 4], [0, 2, 4]):
+                for critic in critics:
+                    critic[linear].weight.copy_(model.critic[layer].weight[e].T)
+                    critic[linear].bias.copy_(model.critic[layer].bias[e, 0])
+    return bare
+
+
+@pytest.mark.parametrize('steps', [1, 3])
+def test_learn_step_is_the_hand_written_sac_update(steps):
+    """The framework's step (batched critics, fused Adam, no critic gradients in the actor's step) computes what
+    a plain CleanRL-style update does: same batch, same noise, same weights after each step. (Alpha: the bare
+    loop's loss scales the log-alpha gradient by alpha, ours is the original SAC's; with alpha fixed they agree.)"""
+    torch.manual_seed(0)
+    policy = SACPolicy(_cfg(auto_alpha=False, learning_rate_q=1e-2, learning_rate_policy=1e-2))
+    bare = _bare_copy(policy)
+    for step in range(steps):
+        batch = default_collate(_transitions())
+        torch.manual_seed(100 + step)
+        policy.learn_mode.forward(batch)
+        torch.manual_seed(100 + step)
+        bare.update(batch.obs, batch.action, batch.reward, batch.next_obs, batch.done.float())
+    expected = _bare_copy(policy)  # the framework's weights (and target critics), laid out as the bare model's
+    for mine, theirs in [(expected.actor, bare.actor), (expected.q1, bare.q1), (expected.q2, bare.q2)]:
+        for a, b in zip(mine.parameters(), theirs.parameters()):  # Adam steps are lr=1e-2: a bug moves them that far
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+    target = policy._target_model.critic
+    for e, critic in enumerate([bare.q1_t, bare.q2_t]):
+        for layer in (0, 2, 4):
+            torch.testing.assert_close(target[layer].weight[e].T, critic[layer].weight, rtol=0, atol=1e-6)
+
+
+def _run_steps(cfg, steps=3):
+    torch.manual_seed(0)
+    policy = SACPolicy(cfg)
+    for step in range(steps):
+        batch = default_collate(_transitions())
+        torch.manual_seed(100 + step)
+        stats = policy.learn_mode.forward(batch)
+    return policy, stats
+
+
+def test_compiled_update_matches_eager(monkeypatch):
+    import torch._inductor.config
+    monkeypatch.setattr(torch._inductor.config, 'fallback_random', True)  # the same noise as eager mode draws
+    eager, eager_stats = _run_steps(_cfg())
+    compiled, stats = _run_steps(_cfg(compile=True))
+    for a, b in zip(eager._model.parameters(), compiled._model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(eager_stats['critic_loss'], stats['critic_loss'], rtol=1e-4, atol=1e-5)
+
+
+def test_compile_falls_back_to_eager_with_one_warning(monkeypatch):
+    def broken_compile(fn, **kwargs):
+        def run(*args, **kw):
+            raise RuntimeError('no C++ compiler found')
+        return run
+    monkeypatch.setattr(torch, 'compile', broken_compile)
+    eager, _ = _run_steps(_cfg())
+    with pytest.warns(RuntimeWarning, match="torch.compile of SACPolicy's update failed .RuntimeError: no C"):
+        fallback, _ = _run_steps(_cfg(compile=True))
+    for a, b in zip(eager._model.parameters(), fallback._model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
