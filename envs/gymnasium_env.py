@@ -63,9 +63,12 @@ class GymnasiumEnv(BaseEnv):
         except (gym.error.Error, ImportError, TypeError) as error:
             raise ValueError(f"cannot make gymnasium env {env_id!r}: {error}") from error
         space = self._env.action_space
-        self._scale = bool(self._cfg.act_scale) and isinstance(space, gym.spaces.Box)
+        self._box = isinstance(space, gym.spaces.Box)
+        self._scale = bool(self._cfg.act_scale) and self._box
         self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scale else space
-        self._half_range = 0.5 * (space.high - space.low) if self._scale else None
+        # what _action needs on every step, read once (the space is a property through gymnasium's wrappers)
+        self._act_dtype, self._act_shape = (space.dtype, space.shape) if self._box else (None, None)
+        self._low, self._half_range = (space.low, 0.5 * (space.high - space.low)) if self._scale else (None, None)
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return = 0.0
 
@@ -94,7 +97,8 @@ class GymnasiumEnv(BaseEnv):
         obs, reward, terminated, truncated, info = self._env.step(self._action(action))
         self._episode_return += float(reward)
         done = bool(terminated or truncated)
-        info = dict(info, **{'TimeLimit.truncated': bool(truncated and not terminated)})
+        info = dict(info)  # ours to add to: an env may hand out the same dict every step
+        info['TimeLimit.truncated'] = bool(truncated and not terminated)
         if done:
             info['eval_episode_return'] = self._episode_return
         return BaseEnvTimestep(self._obs(obs), np.float32(self._train_reward(reward)), done, info)
@@ -104,16 +108,17 @@ class GymnasiumEnv(BaseEnv):
         return reward
 
     def _action(self, action: Any) -> Any:
-        action = np.asarray(action.cpu() if hasattr(action, 'cpu') else action)
-        space = self._env.action_space
-        if isinstance(space, gym.spaces.Discrete):
-            return int(action.reshape(-1)[0]) if action.size == 1 else action
-        if isinstance(space, gym.spaces.Box):
-            action = action.astype(space.dtype).reshape(space.shape)
+        if hasattr(action, 'numpy'):  # a torch tensor
+            action = action.detach().cpu().numpy()
+        if self._box:
+            action = np.asarray(action, dtype=self._act_dtype).reshape(self._act_shape)
             if self._scale:  # two ufuncs: np.clip's Python wrapper costs more than the arithmetic here
-                action = space.low + (np.minimum(np.maximum(action, -1.0), 1.0) + 1.0) * self._half_range
+                action = self._low + (np.minimum(np.maximum(action, -1.0), 1.0) + 1.0) * self._half_range
             return action
-        return action
+        if isinstance(self._env.action_space, gym.spaces.Discrete):
+            action = np.asarray(action)
+            return int(action.reshape(-1)[0]) if action.size == 1 else action
+        return np.asarray(action)
 
     @staticmethod
     def _obs(obs: Any) -> Any:

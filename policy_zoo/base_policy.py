@@ -129,8 +129,8 @@ class Policy:
         except NoValidActionError as error:
             raise NoValidActionError(error.rows, [env_ids[row] for row in error.rows]) from None
         keys = ['action', 'logit'] if self._cfg.collect.get('collector_logit') else ['action']
-        fields = {k: output[k].cpu() for k in keys if isinstance(output.get(k), Tensor)}
-        return {env_id: {k: v[i] for k, v in fields.items()} for i, env_id in enumerate(env_ids)}
+        rows = {k: output[k].cpu().unbind(0) for k in keys if isinstance(output.get(k), Tensor)}  # one op per field
+        return {env_id: {k: v[i] for k, v in rows.items()} for i, env_id in enumerate(env_ids)}
 
     def _process_transition(self, obs: Any, model_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         """A transition dict; ``timestep.done`` is already *terminated* (the collector clears time-limit ends)."""

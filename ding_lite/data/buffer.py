@@ -49,7 +49,7 @@ class ReplayBuffer:
         if isinstance(data, (list, tuple)):
             if not data:
                 return
-            data = default_collate(list(data))
+            data = default_collate(list(data), as_batch=False)  # plain dicts: a Batch tree costs ~20 us to build
         flat = flatten_batch(data)
         n = _batch_len(flat)
         if not self._storage:

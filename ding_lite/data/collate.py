@@ -47,7 +47,9 @@ def to_scalar(value: Any, what: str) -> float | int | bool:
     """
     if isinstance(value, (bool, int, float)):
         return value
-    if isinstance(value, (Tensor, np.ndarray, np.generic)) and (value.numel() if isinstance(value, Tensor)
+    if isinstance(value, np.generic):  # what gymnasium envs hand out
+        return value.item()
+    if isinstance(value, (Tensor, np.ndarray)) and (value.numel() if isinstance(value, Tensor)
                                                                  else value.size) == 1:
         return value.item()
     if isinstance(value, numbers.Number):
@@ -56,10 +58,11 @@ def to_scalar(value: Any, what: str) -> float | int | bool:
     raise ValueError(f"{what} must be a number or a one-element array, got {shape}")
 
 
-def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
+def default_collate(batch: Sequence[Any], path: str = 'data', as_batch: bool = True) -> Any:
     """Stack a list of samples (nested dicts / tuples of arrays, numbers or tensors) along a new first dim.
 
-    Dicts become ``Batch`` trees when every leaf is a tensor. Ragged shapes or differing keys raise ``ValueError``.
+    Dicts become ``Batch`` trees when every leaf is a tensor (``as_batch=False``: plain dicts, which cost nothing
+    to build). Ragged shapes or differing keys raise ``ValueError``.
     """
     if len(batch) == 0:
         raise ValueError(f"cannot collate {path}: empty list")
@@ -67,16 +70,18 @@ def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
     if isinstance(first, Batch):
         return ttorch.stack(list(batch))
     if isinstance(first, dict):
-        keys = set(first)
+        keys = first.keys()
         for i, item in enumerate(batch):
-            if not isinstance(item, dict) or set(item) != keys:
-                raise ValueError(f"cannot collate {path}: sample {i} has keys {sorted(item) if isinstance(item, dict) else type(item).__name__}, sample 0 has {sorted(keys)}")
-        out = {k: default_collate([item[k] for item in batch], f"{path}.{k}") for k in first}
-        return make_batch(out) if _all_tensors(out) else out
+            if not isinstance(item, dict) or item.keys() != keys:
+                raise ValueError(f"cannot collate {path}: sample {i} has keys "
+                                 f"{sorted(item) if isinstance(item, dict) else type(item).__name__}, sample 0 has "
+                                 f"{sorted(keys)}")
+        out = {k: default_collate([item[k] for item in batch], f"{path}.{k}", as_batch) for k in first}
+        return make_batch(out) if as_batch and _all_tensors(out) else out
     if isinstance(first, (tuple, list)) and not isinstance(first, str):
         if any(len(item) != len(first) for item in batch):
             raise ValueError(f"cannot collate {path}: sequences of different lengths")
-        return _same_sequence(first, [default_collate([item[i] for item in batch], f"{path}[{i}]")
+        return _same_sequence(first, [default_collate([item[i] for item in batch], f"{path}[{i}]", as_batch)
                                       for i in range(len(first))])
     if first is None or isinstance(first, str):
         return list(batch)
@@ -94,14 +99,15 @@ def default_collate(batch: Sequence[Any], path: str = 'data') -> Any:
 
 def _stack_same_type(batch: Sequence[Any], path: str) -> Tensor | None:
     """One stack for a list of same-typed leaves (the common case); None to take the general path."""
-    kind = type(batch[0])
-    if any(type(item) is not kind for item in batch):
+    kinds = set(map(type, batch))
+    if len(kinds) != 1:
         return None
+    kind = kinds.pop()
     try:
         if issubclass(kind, Tensor):
             out = torch.stack(list(batch))
-        elif issubclass(kind, (np.ndarray, np.generic)):
-            out = torch.from_numpy(np.stack(batch))
+        elif issubclass(kind, (np.ndarray, np.generic)):  # np.array: np.stack's checks cost 3x; ragged raises
+            out = torch.from_numpy(np.array(batch))
         elif kind in (bool, int, float):
             out = torch.tensor(batch)
         else:

@@ -50,6 +50,7 @@ class _SerialCollector:
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
+        self._unroll_len = policy.cfg.collect.unroll_len
         self._policy.reset()
 
     def _step(self, policy_kwargs: dict | None) -> list[tuple[int, dict, bool]]:
@@ -141,7 +142,7 @@ class SampleSerialCollector(_SerialCollector):
             for env_id, transition, ended in self._step(policy_kwargs):
                 traj = self._traj[env_id]
                 traj.append(transition)
-                if ended or len(traj) >= self._policy.cfg.collect.unroll_len:
+                if ended or len(traj) >= self._unroll_len:
                     samples.extend(self._policy.get_train_sample(traj))
                     self._traj[env_id] = []
         self.collect_time = time.perf_counter() - start
