@@ -23,6 +23,7 @@ setup(
         'plot': ['matplotlib'],
         'mujoco': ['gymnasium[mujoco]'],
         'box2d': ['gymnasium[box2d]'],
+        'envpool': ['envpool'],
     },
     entry_points={'console_scripts': ['ding_lite=entry.cli:main']},
 )

@@ -30,6 +30,12 @@ _logged_ids: set[str] = set()
 logger = logging.getLogger(__name__)
 
 
+def scale_action(action: np.ndarray, low: np.ndarray, half_range: np.ndarray) -> np.ndarray:
+    """Actions in [-1, 1] (clipped there) mapped into ``[low, low + 2 * half_range]``, for one env or a batch."""
+    # two ufuncs: np.clip's Python wrapper costs more than the arithmetic here
+    return low + (np.minimum(np.maximum(action, -1.0), 1.0) + 1.0) * half_range
+
+
 @ENV_REGISTRY.register('gymnasium')
 class GymnasiumEnv(BaseEnv):
     """Wraps ``gymnasium.make(env_id)``: float32 observations, actions in [-1, 1] scaled to Box bounds.
@@ -48,15 +54,7 @@ class GymnasiumEnv(BaseEnv):
 
     def __init__(self, cfg: dict | None = None) -> None:
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
-        if not self._cfg.env_id:
-            raise ValueError(f"{type(self).__name__} needs env.env_id (a gymnasium id such as 'Pendulum-v1')")
-        env_id, kwargs = self._cfg.env_id, dict(self._cfg.env_kwargs or {})
-        if self.map_gym_era_ids and env_id in GYM_ERA_IDS:
-            env_id, era_kwargs = GYM_ERA_IDS[env_id]
-            kwargs = {**era_kwargs, **kwargs}
-            if self._cfg.env_id not in _logged_ids:
-                _logged_ids.add(self._cfg.env_id)
-                logger.warning(f"env_id {self._cfg.env_id!r} (gym era) runs as gymnasium's {env_id!r} {kwargs or ''}")
+        env_id, kwargs = self.resolve_id(self._cfg)
         self._gym_id = env_id
         try:
             self._env = gym.make(env_id, **kwargs)
@@ -71,6 +69,21 @@ class GymnasiumEnv(BaseEnv):
         self._low, self._half_range = (space.low, 0.5 * (space.high - space.low)) if self._scale else (None, None)
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return = 0.0
+
+    @classmethod
+    def resolve_id(cls, cfg: dict) -> tuple[str, dict]:
+        """``(the gymnasium id that runs, make kwargs)`` for an env config (gym-era ids mapped where the type
+        does so, with one log line per id)."""
+        if not cfg.get('env_id'):
+            raise ValueError(f"{cls.__name__} needs env.env_id (a gymnasium id such as 'Pendulum-v1')")
+        env_id, kwargs = cfg['env_id'], dict(cfg.get('env_kwargs') or {})
+        if cls.map_gym_era_ids and env_id in GYM_ERA_IDS:
+            env_id, era_kwargs = GYM_ERA_IDS[env_id]
+            kwargs = {**era_kwargs, **kwargs}
+            if cfg['env_id'] not in _logged_ids:
+                _logged_ids.add(cfg['env_id'])
+                logger.warning(f"env_id {cfg['env_id']!r} (gym era) runs as gymnasium's {env_id!r} {kwargs or ''}")
+        return env_id, kwargs
 
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
         self._seed, self._dynamic_seed = int(seed), dynamic_seed
@@ -112,9 +125,7 @@ class GymnasiumEnv(BaseEnv):
             action = action.detach().cpu().numpy()
         if self._box:
             action = np.asarray(action, dtype=self._act_dtype).reshape(self._act_shape)
-            if self._scale:  # two ufuncs: np.clip's Python wrapper costs more than the arithmetic here
-                action = self._low + (np.minimum(np.maximum(action, -1.0), 1.0) + 1.0) * self._half_range
-            return action
+            return scale_action(action, self._low, self._half_range) if self._scale else action
         if isinstance(self._env.action_space, gym.spaces.Discrete):
             action = np.asarray(action)
             return int(action.reshape(-1)[0]) if action.size == 1 else action

@@ -47,6 +47,9 @@ class _SerialCollector:
         self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
         self._return = {i: 0.0 for i in range(env.env_num)}
         self._length = {i: 0 for i in range(env.env_num)}
+        # each env's last obs and policy output: an async manager returns envs acted on in an earlier step
+        self._obs_pool: dict[int, Any] = {}
+        self._output_pool: dict[int, Any] = {}
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
@@ -57,8 +60,10 @@ class _SerialCollector:
         """Advance every ready env one step: ``[(env_id, transition, episode_ended)]``."""
         obs = self._env.ready_obs
         output = self._policy.forward(obs, **(policy_kwargs or {}))
+        self._obs_pool.update(obs)
+        self._output_pool.update(output)
         timesteps = self._env.step({i: out['action'] for i, out in output.items()})
-        steps = []
+        obs, output, steps = self._obs_pool, self._output_pool, []
         for env_id, timestep in timesteps.items():
             if timestep.info.get('abnormal'):  # the env was restarted: drop the broken episode, store nothing
                 self.env_restarts += 1

@@ -1,10 +1,11 @@
 """Collection throughput: the serial collector + replay buffer against a raw gymnasium loop with the same actor.
 
-Run: ``python -m tests.benchmark.bench_collect [--seconds 2] [--rounds 5]``. Both step 10 ``Pendulum-v1`` envs with
-the SAC collect policy of the zoo config (one actor call per step for all envs) and push every step's transitions
-into a ``ReplayBuffer``: the framework through ``SampleSerialCollector.collect(n_sample=10)``, per env manager; the
-raw loop with gymnasium and numpy, as one batch per step. Interleaved rounds; reports env
-steps/s and the median framework/raw ratio. The evaluator is timed the same way against a raw evaluation loop.
+Run: ``python -m tests.benchmark.bench_collect [--seconds 2] [--rounds 5] [--envs ...] [--managers ...]``. Both
+step 10 envs (Pendulum-v1 or HalfCheetah-v5, 200-step episodes) with the SAC collect policy (one actor call per
+step for all envs) and push every step's transitions into a ``ReplayBuffer``: the framework through
+``SampleSerialCollector.collect(n_sample=10)``, per env manager (``base``, ``subprocess``, ``envpool`` sync, and
+async with batches of 5); the raw loop with gymnasium and numpy, one batch per step. Interleaved rounds; reports
+env steps/s and the median framework/raw ratio. The evaluator (5 envs) is timed the same way against a raw loop.
 """
 from __future__ import annotations
 
@@ -27,15 +28,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SIZE = 100_000
 
 
-def _cfg(manager: str, exp: str):
+ENVS = {'Pendulum-v1': ('pendulum', 3, 1), 'HalfCheetah-v5': ('mujoco', 17, 6)}
+MANAGERS = {'base': {}, 'subprocess': {}, 'envpool': {}, 'envpool async': {'batch_size': 5}}
+
+
+def _cfg(env_id: str, manager: str, exp: str):
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py'))
-    main.exp_name, create.env_manager.type = exp, manager
+    env_type, obs, act = ENVS[env_id]
+    main.exp_name, main.env.env_id, main.env.env_kwargs = exp, env_id, dict(max_episode_steps=200)
+    main.env.manager = dict(MANAGERS[manager])
+    main.policy.model.update(obs_shape=obs, action_shape=act)
+    create.env.type, create.env_manager.type = env_type, manager.split()[0]
     return compile_config(main, create, save_cfg=False)
 
 
 class Framework:
-    def __init__(self, manager: str, exp: str) -> None:
-        cfg = _cfg(manager, exp)
+    def __init__(self, env_id: str, manager: str, exp: str) -> None:
+        cfg = _cfg(env_id, manager, exp)
         self.policy = create_policy(cfg.policy, enable_field=['collect', 'eval'])
         self.collector_env, self.evaluator_env = build_envs(cfg)
         self.collector = SampleSerialCollector(cfg.policy.collect.collector, self.collector_env,
@@ -60,11 +69,13 @@ class Framework:
 class Raw:
     """The same actor call and storage, written by hand over gymnasium."""
 
-    def __init__(self, model) -> None:
+    def __init__(self, env_id: str, model) -> None:
         self.model = model  # the collect model (tanh-Gaussian sample) of the framework's policy
-        self.envs = [gym.make('Pendulum-v1') for _ in range(10)]
-        self.eval_envs = [gym.make('Pendulum-v1') for _ in range(5)]
-        self.obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.envs)])
+        self.envs = [gym.make(env_id, max_episode_steps=200) for _ in range(10)]
+        self.eval_envs = [gym.make(env_id, max_episode_steps=200) for _ in range(5)]
+        self.obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.envs)]).astype(np.float32)
+        space = self.envs[0].action_space
+        self.low, self.half = space.low, (space.high - space.low) / 2
         self.buffer = ReplayBuffer({'replay_buffer_size': SIZE})
 
     @torch.no_grad()
@@ -73,7 +84,7 @@ class Raw:
         next_obs, reward = np.empty_like(self.obs), np.empty(10, np.float32)
         done, reset_obs = np.zeros(10, np.float32), self.obs.copy()
         for i, env in enumerate(self.envs):
-            next_obs[i], reward[i], terminated, truncated, _ = env.step(action[i] * 2.0)
+            next_obs[i], reward[i], terminated, truncated, _ = env.step(self.low + (action[i] + 1) * self.half)
             done[i] = terminated
             reset_obs[i] = env.reset()[0] if terminated or truncated else next_obs[i]
         self.buffer.push({'obs': torch.from_numpy(self.obs), 'action': torch.from_numpy(action),
@@ -84,11 +95,11 @@ class Raw:
 
     @torch.no_grad()
     def evaluate(self) -> int:
-        obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.eval_envs)])
+        obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
         for _ in range(200):
             mu = self.model.forward(torch.from_numpy(obs), mode='compute_actor')['logit'][0]
-            action = torch.tanh(mu).numpy() * 2.0
-            obs = np.stack([env.step(action[i])[0] for i, env in enumerate(self.eval_envs)])
+            action = self.low + (torch.tanh(mu).numpy() + 1) * self.half
+            obs = np.stack([env.step(action[i])[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
         return 1000
 
 
@@ -99,27 +110,31 @@ def _rate(fn, seconds: float) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def run(seconds: float = 2.0, rounds: int = 5, managers: tuple[str, ...] = ('base', 'subprocess')) -> None:
+def run(seconds: float = 2.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(ENVS),
+        managers: tuple[str, ...] = tuple(MANAGERS)) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for manager in managers:
-            framework = Framework(manager, os.path.join(tmp, manager))
-            raw = Raw(framework.policy._collect_model)
-            for name, fw, bare in (('collect', framework.collect, raw.collect),
-                                   ('evaluate', framework.evaluate, raw.evaluate)):
-                if name == 'evaluate' and manager != 'base':
-                    continue
-                fw(), bare()
-                pairs = [(_rate(fw, seconds), _rate(bare, seconds)) for _ in range(rounds)]
-                ratio = sorted(f / b for f, b in pairs)[rounds // 2]
-                print(f"{name}, {manager} manager, 10 Pendulum envs: framework {max(f for f, _ in pairs):.0f} "
-                      f"env steps/s, raw gymnasium loop {max(b for _, b in pairs):.0f}/s, ratio {ratio:.2f}",
-                      flush=True)
-            framework.close()
+        for env_id in env_ids:
+            for manager in managers:
+                framework = Framework(env_id, manager, os.path.join(tmp, f'{env_id}_{manager}'))
+                raw = Raw(env_id, framework.policy._collect_model)
+                for name, fw, bare in (('collect', framework.collect, raw.collect),
+                                       ('evaluate', framework.evaluate, raw.evaluate)):
+                    if name == 'evaluate' and manager not in ('base', 'envpool'):
+                        continue
+                    fw(), bare()
+                    pairs = [(_rate(fw, seconds), _rate(bare, seconds)) for _ in range(rounds)]
+                    ratio = sorted(f / b for f, b in pairs)[rounds // 2]
+                    print(f"{name}, {env_id}, {manager} manager, {10 if name == 'collect' else 5} envs: framework "
+                          f"{max(f for f, _ in pairs):.0f} env steps/s, raw gymnasium loop "
+                          f"{max(b for _, b in pairs):.0f}/s, ratio {ratio:.2f}", flush=True)
+                framework.close()
 
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--seconds', type=float, default=2.0)
     parser.add_argument('--rounds', type=int, default=5)
+    parser.add_argument('--envs', nargs='+', default=list(ENVS), choices=list(ENVS))
+    parser.add_argument('--managers', nargs='+', default=list(MANAGERS), choices=list(MANAGERS))
     args = parser.parse_args()
-    run(args.seconds, args.rounds)
+    run(args.seconds, args.rounds, tuple(args.envs), tuple(args.managers))

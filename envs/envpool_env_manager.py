@@ -1,0 +1,279 @@
+"""EnvPool (envs stepped in C++ threads, a batch per call) behind the env-manager interface."""
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+from easydict import EasyDict
+
+from ding_lite.registry import ENV_MANAGER_REGISTRY
+from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
+from .base_env import BaseEnv, BaseEnvTimestep
+from .gymnasium_env import GymnasiumEnv, scale_action
+
+logger = logging.getLogger(__name__)
+
+
+class _PoolSpec:
+    """What ``env_ref`` offers for an EnvPool run: the spaces the policy sees and the id."""
+
+    def __init__(self, env_id: str, observation_space: gym.Space, action_space: gym.Space) -> None:
+        self.env_id, self.observation_space, self.action_space = env_id, observation_space, action_space
+        self.reward_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+
+@ENV_MANAGER_REGISTRY.register('envpool')
+class EnvPoolEnvManager:
+    """The config's gymnasium id run by EnvPool (``pip install envpool``; classic control, Box2D and MuJoCo).
+
+    Sync (``batch_size`` None or the env count): every step steps all envs at once. Async (``batch_size`` smaller):
+    a step sends the given envs' actions and returns the first ``batch_size`` envs EnvPool finishes, which are
+    then the ready ones. Evaluation (static seeds) always runs sync. Episode ends, resets, action scaling,
+    ``eval_episode_return`` and ``TimeLimit.truncated`` are as with the ``base`` manager and ``GymnasiumEnv``;
+    seeds come from EnvPool's own generators (env i from ``seed + i``), so episodes differ from ``base``'s.
+    """
+
+    config = dict(
+        type='envpool',
+        batch_size=None,           # envs per step; None (or the env count): sync; fewer: async
+        num_threads=0,             # EnvPool's worker threads; 0: its default
+        episode_num=float('inf'),  # episodes per env before it stops being ready; inf = run forever
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
+        if not env_fn:
+            raise ValueError("an env manager needs at least one env_fn")
+        self._cfg = with_defaults(type(self), cfg)
+        self.env_num = len(env_fn)
+        batch = self._cfg.batch_size or self.env_num
+        if not 0 < batch <= self.env_num:
+            raise ConfigError(f"env.manager.batch_size={batch} must be in [1, {self.env_num}] (the env count)")
+        self._async = batch < self.env_num
+        self._env_cls, self._env_cfg, self._env_id, self._make_kwargs = _gymnasium_spec(env_fn[0])
+        self._pool: Any = None
+        self._spec: _PoolSpec | None = None
+        self._seed, self._dynamic_seed = 0, True
+        self._ready_obs: dict[int, Any] = {}
+        self._episode_count = np.zeros(self.env_num, dtype=np.int64)
+        self._return = np.zeros(self.env_num)
+        self._reward_fn = self._reward_transform()
+
+    # ---- the pool ----
+    def _make(self) -> Any:
+        import envpool  # the 'envpool' extra
+        batch = self._cfg.batch_size if self._async and self._dynamic_seed else None  # evaluation: sync
+        kwargs = dict(self._make_kwargs, num_envs=self.env_num, seed=self._seed, num_threads=self._cfg.num_threads)
+        if batch:
+            kwargs['batch_size'] = batch
+        try:
+            return envpool.make(self._env_id, env_type='gymnasium', **kwargs)
+        except (AssertionError, TypeError, ValueError, RuntimeError) as error:
+            raise ConfigError(f"EnvPool cannot make {self._env_id!r} with {self._make_kwargs or 'no options'}: "
+                              f"{error} (envpool.list_all_envs() lists its ids)") from None
+
+    def _reward_transform(self) -> Callable[[float], float] | None:
+        """An env type's own training reward (e.g. ``bipedalwalker``'s ``rew_clip``), from one instance of it."""
+        if self._env_cls._train_reward is GymnasiumEnv._train_reward:
+            return None
+        probe = self._env_cls(self._env_cfg)
+        probe.close()
+        return probe._train_reward
+
+    @property
+    def _sync(self) -> bool:
+        return not (self._async and self._dynamic_seed)
+
+    # ---- the interface ----
+    def launch(self, reset_param: dict | None = None) -> None:
+        self.reset(reset_param)
+
+    def seed(self, seed: int | list[int], dynamic_seed: bool = True) -> None:
+        """Env i starts from ``seed + i`` (a list: its first entry); applied at the next ``reset``. Static seeds
+        (evaluation) replay the same episodes after every ``reset``."""
+        self._seed = int(seed[0] if isinstance(seed, (list, tuple)) else seed)
+        self._dynamic_seed = dynamic_seed
+
+    def reset(self, reset_param: dict | None = None) -> None:
+        """A new pool from the seed: every env starts a new episode; the episode counters restart."""
+        self.close()
+        self._pool = self._make()
+        self._episode_count[:] = 0
+        self._return[:] = 0.0
+        if self._sync:
+            obs, _ = self._pool.reset()
+            self._ready_obs = dict(enumerate(self._obs(obs)))
+        else:
+            self._pool.async_reset()
+            self._ready_obs = {}
+            self._receive()
+
+    @property
+    def ready_obs(self) -> dict[int, Any]:
+        return dict(self._ready_obs)
+
+    def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        """Step the given envs; see the class docstring for which envs return (sync: those given)."""
+        for env_id in actions:
+            if env_id not in self._ready_obs:
+                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is "
+                                 f"in flight)")
+        if self._sync:
+            return self._step_sync(actions)
+        ids = np.fromiter(actions, dtype=np.int32, count=len(actions))
+        self._pool.send(self._actions(list(actions.values())), ids)
+        for env_id in actions:
+            del self._ready_obs[env_id]
+        return self._receive()
+
+    def _step_sync(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        """All envs step (those not given an action take a zero one and are not reported: an evaluation's
+        finished envs); ended episodes are reset at once."""
+        batch = [actions[i] if i in actions else None for i in range(self.env_num)]
+        template = next(a for a in batch if a is not None)
+        batch = [a if a is not None else np.zeros_like(np.asarray(template)) for a in batch]
+        obs, reward, terminated, truncated, _ = self._pool.step(self._actions(batch))
+        timesteps = self._timesteps(np.arange(self.env_num), self._obs(obs), reward, terminated, truncated)
+        ended = [i for i, t in timesteps.items() if t.done]
+        for i, timestep in timesteps.items():
+            if not timestep.done:
+                self._ready_obs[i] = timestep.obs
+        restart = [i for i in ended if self._episode_count[i] < self._cfg.episode_num]
+        for i in set(ended) - set(restart):
+            self._ready_obs.pop(i, None)
+        if restart:
+            reset_obs, _ = self._pool.reset(np.asarray(restart, dtype=np.int32))
+            self._ready_obs.update(zip(restart, self._obs(reset_obs)))
+        return {i: t for i, t in timesteps.items() if i in actions}
+
+    def _receive(self) -> dict[int, BaseEnvTimestep]:
+        """Async batches until an env is ready: envs back from a reset become ready; the others' steps are
+        returned, and an ended episode's env goes out again at once for EnvPool's reset (its next step)."""
+        timesteps = self._receive_batch()
+        while not self._ready_obs and not self.done:
+            timesteps.update(self._receive_batch())
+        return timesteps
+
+    def _receive_batch(self) -> dict[int, BaseEnvTimestep]:
+        obs, reward, terminated, truncated, info = self._pool.recv()
+        ids, obs, fresh = info['env_id'], self._obs(obs), info['elapsed_step'] == 0
+        self._ready_obs.update((int(i), o) for i, o, new in zip(ids, obs, fresh) if new)
+        stepped = ~fresh
+        timesteps = self._timesteps(ids[stepped], obs[stepped], reward[stepped], terminated[stepped],
+                                    truncated[stepped])
+        restart = []
+        for i, timestep in timesteps.items():
+            if not timestep.done:
+                self._ready_obs[i] = timestep.obs
+            elif self._episode_count[i] < self._cfg.episode_num:
+                restart.append(i)
+        if restart:  # EnvPool resets an env on the step after its last one: send that step now
+            template = self._actions([self._spec_action()] * len(restart))
+            self._pool.send(template, np.asarray(restart, dtype=np.int32))
+        return timesteps
+
+    def _timesteps(self, ids: np.ndarray, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                   truncated: np.ndarray) -> dict[int, BaseEnvTimestep]:
+        done = terminated | truncated
+        self._return[ids] += reward
+        timesteps = {}
+        for k, env_id in enumerate(ids.tolist()):
+            info = {'TimeLimit.truncated': bool(truncated[k] and not terminated[k])}
+            if done[k]:
+                info['eval_episode_return'] = float(self._return[env_id])
+                self._return[env_id] = 0.0
+                self._episode_count[env_id] += 1
+            step_reward = float(reward[k]) if self._reward_fn is None else self._reward_fn(float(reward[k]))
+            timesteps[env_id] = BaseEnvTimestep(obs[k], np.float32(step_reward), bool(done[k]), info)
+        return timesteps
+
+    def _actions(self, actions: list[Any]) -> np.ndarray:
+        """The policy's actions as one array in the env's own action space (Box actions scaled from [-1, 1])."""
+        rows = [a.detach().cpu().numpy() if hasattr(a, 'numpy') else np.asarray(a) for a in actions]
+        space = self._pool.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return np.asarray(rows, dtype=np.int32).reshape(len(rows))
+        batch = np.asarray(rows, dtype=space.dtype).reshape((len(rows),) + space.shape)
+        if self._env_cfg.get('act_scale', True):
+            batch = scale_action(batch, space.low, 0.5 * (space.high - space.low)).astype(space.dtype)
+        return batch
+
+    def _spec_action(self) -> np.ndarray:
+        space = self.action_space
+        return np.zeros(space.shape, space.dtype) if isinstance(space, gym.spaces.Box) else np.asarray(0)
+
+    @staticmethod
+    def _obs(obs: np.ndarray) -> np.ndarray:
+        return obs.astype(np.float32) if obs.dtype == np.float64 else obs
+
+    @property
+    def done(self) -> bool:
+        return bool((self._episode_count >= self._cfg.episode_num).all())
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        self._ready_obs = {}
+
+    # ---- resume ----
+    def state_dict(self) -> dict[str, Any]:
+        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed,
+                'episode_count': self._episode_count.tolist()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """EnvPool's envs cannot be put back mid-episode: a resumed run starts new episodes (from the saved seed)."""
+        logger.warning("the envpool env manager cannot replay the episodes a resumed run had under way: they start "
+                       "anew")
+        self.seed(state['seed'], state['dynamic_seed'])
+        self.reset()
+        self._episode_count[:] = state['episode_count']
+
+    # ---- spaces ----
+    @property
+    def env_ref(self) -> _PoolSpec:
+        if self._spec is None:
+            pool = self._pool if self._pool is not None else self._make()
+            space = pool.action_space
+            if isinstance(space, gym.spaces.Box) and self._env_cfg.get('act_scale', True):
+                space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32)
+            obs_space = pool.observation_space
+            if isinstance(obs_space, gym.spaces.Box) and obs_space.dtype == np.float64:
+                obs_space = gym.spaces.Box(obs_space.low, obs_space.high, obs_space.shape, np.float32)
+            self._spec = _PoolSpec(self._env_id, obs_space, space)
+            if pool is not self._pool:
+                pool.close()
+        return self._spec
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self.env_ref.observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self.env_ref.action_space
+
+    @property
+    def reward_space(self) -> gym.Space:
+        return self.env_ref.reward_space
+
+
+def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str, dict]:
+    """``(env class, its config, the gymnasium id, make kwargs)`` of an env_fn made by the pipelines
+    (``functools.partial(EnvClass, cfg=...)``) over a ``GymnasiumEnv`` type that steps as plain gymnasium."""
+    cls = env_fn.func if isinstance(env_fn, functools.partial) else None
+    if not (isinstance(cls, type) and issubclass(cls, GymnasiumEnv)):
+        raise ConfigError(f"the envpool env manager runs gymnasium ids: its envs must be a GymnasiumEnv type "
+                          f"('gymnasium', 'pendulum', 'mujoco', ...), got {getattr(env_fn, 'func', env_fn)!r}")
+    if cls.step is not GymnasiumEnv.step or cls.reset is not GymnasiumEnv.reset:
+        raise ConfigError(f"env type {cls.__name__} changes step or reset, which EnvPool cannot run; use the "
+                          f"'base' or 'subprocess' env manager")
+    cfg = EasyDict(cls.default_config(), **(env_fn.keywords.get('cfg') or {}))
+    env_id, kwargs = cls.resolve_id(cfg)
+    return cls, cfg, env_id, kwargs
