@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
 import signal
 import threading
 import time
@@ -29,7 +28,7 @@ from envs import BaseEnvManager, get_vec_env_setting
 from policy_zoo import Policy, create_policy
 from .parallel_workers import ActorPool, Slot, cpus_needed
 from .serial_entry import build_learner, closing, learn_sampler, progress_bar, starting, summarise
-from .utils import check_spaces, compile_run
+from .utils import check_spaces, compile_run, learner_threads
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 
@@ -54,7 +53,10 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
             run.pool = ActorPool(ray, cfg, run, resumed=resume_path is not None)
             run.closables.insert(0, run.pool)
             run.pool.start()
-        with graceful_interrupt() as interrupted, learner_threads(cfg.parallel):
+        # with Ray on this machine the learner takes the cores the actors leave: more threads would spin-wait on
+        # cores the actors need (2 cores: the learner waited for data 35% of the time with 2 threads, 1% with 1)
+        reserved = cpus_needed(cfg.parallel) if cfg.parallel.ray_address is None else 0
+        with graceful_interrupt() as interrupted, learner_threads(cfg, reserved):
             train_parallel(cfg, run, max_train_iter, max_env_step, interrupted)
     if interrupted.is_set():
         raise KeyboardInterrupt
@@ -123,21 +125,6 @@ class ParallelLoop:
         slots = len(self.restarts)
         self.restarts = (list(state.get('restarts', [])) + [0] * slots)[:slots]
         self.generation = (list(state.get('generation', [])) + [0] * slots)[:slots]
-
-
-@contextlib.contextmanager
-def learner_threads(par: EasyDict) -> Iterator[None]:
-    """With Ray on this machine, the learner's torch threads take only the cores the actors leave (at least one):
-    more would spin-wait on cores the actors need (measured on 2 cores: the learner waited for data 35% of the
-    time with 2 threads, 1% with 1)."""
-    previous = torch.get_num_threads()
-    if par.ray_address is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-        torch.set_num_threads(max(1, min(previous, cores - math.ceil(cpus_needed(par)))))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
-from .utils import build_envs, check_spaces, compile_run, random_collect
+from .utils import build_envs, check_spaces, compile_run, learner_threads, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -40,7 +40,8 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
             sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
             if resume_path:
                 run.learner.resume(resume_path)
-        train_serial(cfg, run, sample, max_train_iter, max_env_step)
+        with learner_threads(cfg):
+            train_serial(cfg, run, sample, max_train_iter, max_env_step)
     return run.policy
 
 

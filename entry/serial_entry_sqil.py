@@ -14,7 +14,7 @@ from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy, create_policy
 from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
-from .utils import build_envs, compile_input, compile_run, expert_mode
+from .utils import build_envs, compile_input, compile_run, expert_mode, learner_threads
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
@@ -45,7 +45,8 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
             sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
             if resume_path:
                 run.learner.resume(resume_path)
-        train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
+        with learner_threads(cfg):
+            train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
 
 

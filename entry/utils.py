@@ -1,11 +1,12 @@
 """Pieces shared by the pipelines: config input, env set-up, space checks, random collection."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from functools import partial
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 import gymnasium as gym
 import torch
@@ -83,6 +84,23 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     manager = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
     manager.seed(seed, dynamic_seed=which == 'collector')
     return manager
+
+
+@contextlib.contextmanager
+def learner_threads(cfg: EasyDict, reserved_cpus: float = 0) -> Iterator[int]:
+    """torch's intra-op threads while the run trains: ``policy.learn.learner.num_threads``, else torch's default
+    (every core), less ``reserved_cpus`` that other processes of the run need; restored afterwards."""
+    previous = torch.get_num_threads()
+    threads = cfg.policy.learn.learner.get('num_threads')
+    if not threads and reserved_cpus:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+        threads = max(1, min(previous, cores - math.ceil(reserved_cpus)))
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _flat(shape: Any) -> int | None:

@@ -238,3 +238,21 @@ def test_saved_config_records_the_seed_and_reruns_with_it(tiny_pendulum):
                for d in (first, again)]
     assert returns[0] == returns[1]                         # the same run again
     assert read_config(os.path.join(run(saved, seed=3), 'total_config.py'))[0].seed == 3   # a given seed wins
+
+
+def test_learner_num_threads_applies_while_training_and_is_restored(tiny_pendulum):
+    from ding_lite.registry import LEARNER_REGISTRY
+    from ding_lite.worker import BaseLearner
+    seen = set()
+
+    class ThreadsLearner(BaseLearner):
+        def train(self, data, envstep=-1):
+            seen.add(torch.get_num_threads())
+            return super().train(data, envstep)
+
+    LEARNER_REGISTRY.register('threads_seen', ThreadsLearner, force_overwrite=True)
+    main, create = tiny_pendulum
+    main.policy.learn.learner.update(type='threads_seen', num_threads=1)
+    before = torch.get_num_threads()
+    serial_pipeline((main, create), seed=0, max_env_step=100)
+    assert seen == {1} and torch.get_num_threads() == before
