@@ -5,6 +5,7 @@ import copy
 import importlib.util
 import os
 import pprint
+import re
 import time
 import traceback
 import uuid
@@ -256,7 +257,8 @@ def compile_config(
     policy = _compile_policy(main_cfg.get('policy', EasyDict()), create_cfg,
                              dict(learner=learner, collector=collector, evaluator=evaluator))
     seed = main_cfg.get('seed', 0) if seed is None else seed
-    cfg = EasyDict(exp_name=main_cfg.get('exp_name', 'default_experiment'), seed=int(seed), policy=policy,
+    cfg = EasyDict(exp_name=seeded_exp_name(main_cfg.get('exp_name', 'default_experiment'), int(seed)),
+                   seed=int(seed), policy=policy,
                    env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg),
                    parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()))
     evaluator_cfg = policy.eval.get('evaluator', {})
@@ -271,6 +273,13 @@ def compile_config(
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path))
     return cfg
+
+
+def seeded_exp_name(exp_name: str, seed: int) -> str:
+    """DI-engine's ``<name>_seed<K>`` convention follows the run's seed: ``<name>_seed<seed>``; any other name as
+    it is."""
+    match = re.fullmatch(r'(.*_seed)(\d+)', str(exp_name))
+    return f"{match.group(1)}{seed}" if match else exp_name
 
 
 def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, type | None]) -> EasyDict:

@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('-c', '--config', required=True, help='config file (.py with main_config/create_config)')
     parser.add_argument('-s', '--seed', type=int, default=None,
                         help="random seed (default: the config's own seed, as a saved total_config.py records, else 0)")
+    parser.add_argument('--exp-name', default=None,
+                        help="the run's folder instead of the config's exp_name (whose _seed<K> ending follows -s)")
     parser.add_argument('--max-env-step', type=_positive_int, default=int(1e10), help='stop after N env steps')
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
@@ -69,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.exp_name:
+        from ding_lite.config import read_config
+        main_config, create_config = read_config(args.config)
+        main_config.exp_name = args.exp_name
+        args.config = (main_config, create_config)
     if args.mode == 'serial':
         from .serial_entry import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,

@@ -32,8 +32,9 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any
 def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str) -> tuple[EasyDict, str | None]:
     """The compiled config of a training run and, when resuming, the checkpoint to continue.
 
-    A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into its ``exp_name`` folder
-    and takes the seed its checkpoint records (a different ``seed`` is an error).
+    A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
+    continues (``exp_name``'s, or the one holding the checkpoint ``resume`` names) and takes the seed its checkpoint
+    records (a different ``seed`` is an error).
     """
     if not resume:
         return compile_input(input_cfg, seed), None
@@ -45,6 +46,9 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
                           f"leave it out or give {run_seed}")
     if run_seed != cfg.seed:
         cfg = compile_input(input_cfg, run_seed, save_cfg=False)
+    ckpt_dir = os.path.dirname(os.path.abspath(path))
+    if resume is not True and os.path.basename(ckpt_dir) == 'ckpt':
+        cfg.exp_name = os.path.dirname(ckpt_dir)
     return cfg, path
 
 

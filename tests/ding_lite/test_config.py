@@ -198,3 +198,14 @@ def test_config_module_imports_no_worker():
     modules = [node.module or '' for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     modules += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     assert not [m for m in modules if 'worker' in m]
+
+
+def test_seed_suffix_of_exp_name_follows_the_seed(tmp_path):
+    from ding_lite.config import seeded_exp_name
+    assert seeded_exp_name('pendulum_sac_seed0', 3) == 'pendulum_sac_seed3'
+    assert seeded_exp_name('runs/hopper_seed12', 0) == 'runs/hopper_seed0'
+    assert seeded_exp_name('pendulum_sac', 3) == 'pendulum_sac'
+    assert seeded_exp_name('pendulum_sac_seed0_231123_101010_ab12', 3) == 'pendulum_sac_seed0_231123_101010_ab12'
+    main = dict(exp_name=str(tmp_path / 'exp_seed0'), policy=dict(model=dict(obs_shape=3, action_shape=1)))
+    cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), seed=7, save_cfg=False)
+    assert cfg.exp_name == str(tmp_path / 'exp_seed7') and cfg.seed == 7

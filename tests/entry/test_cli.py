@@ -53,3 +53,21 @@ def test_missing_config_file_is_one_clear_line(tmp_path, capsys):
     assert err.startswith('ding_lite: error: FileNotFoundError: config file not found') and 'Traceback' not in err
     assert main(['-m', 'serial', '-c', str(tmp_path / 'nope.py'), '--debug']) == 1
     assert 'Traceback' in capsys.readouterr().err
+
+
+def test_run_folders_follow_the_seed_and_exp_name_overrides(tmp_path, monkeypatch):
+    """``<name>_seed<K>`` becomes ``<name>_seed<N>`` for ``-s N``; another name stays; an existing folder is never
+    written into (a time suffix); ``--exp-name`` names the folder."""
+    main_cfg = dict(TINY_PENDULUM, exp_name='tiny_seed0')
+    path = tmp_path / 'cfg.py'
+    path.write_text(f"main_config = {pprint.pformat(main_cfg)}\ncreate_config = {pprint.pformat(TINY_CREATE)}\n")
+    monkeypatch.chdir(tmp_path)
+    for seed in (1, 2, 1):
+        assert main(['-m', 'serial', '-c', str(path), '-s', str(seed), '--max-env-step', '60']) == 0
+    folders = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert len(folders) == 3 and folders[0] == 'tiny_seed1' and folders[1].startswith('tiny_seed1_')
+    assert folders[2] == 'tiny_seed2'
+    assert main(['-m', 'serial', '-c', str(path), '-s', '2', '--resume', '--max-env-step', '90']) == 0  # its folder
+    assert (tmp_path / 'tiny_seed2' / 'ckpt' / 'latest').is_file() and len(list(tmp_path.iterdir())) == 4
+    assert main(['-m', 'serial', '-c', str(path), '-s', '4', '--exp-name', 'mine', '--max-env-step', '60']) == 0
+    assert (tmp_path / 'mine' / 'log' / 'evaluator.csv').is_file() and not (tmp_path / 'tiny_seed4').exists()

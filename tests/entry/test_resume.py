@@ -194,3 +194,12 @@ def test_sqil_with_an_online_expert_resumes_exactly(tmp_path, monkeypatch):
     resumed = serial_pipeline_sqil(cfgs('crashed'), expert_cfg=expert, max_train_iter=40, resume=True)
     assert _same_params(straight, resumed)
     assert _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')
+
+
+def test_resume_by_path_continues_in_the_folder_of_that_run(tmp_path):
+    """A run moved to a timestamped folder (or any other) is continued there, not in the config's exp_name."""
+    serial_pipeline(_cfg(tmp_path / 'first'), seed=0, max_train_iter=20)
+    checkpoint = tmp_path / 'first' / 'ckpt' / 'ckpt_last.pth.tar'
+    serial_pipeline(_cfg(tmp_path / 'other'), max_train_iter=30, resume=str(checkpoint))
+    assert not (tmp_path / 'other').exists()
+    assert 'resumed the run from' in (tmp_path / 'first' / 'log' / 'learner.txt').read_text()
