@@ -4,8 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from typing import Any
 
 MODES = ('serial', 'parallel', 'eval', 'collect_demo', 'serial_sqil')
+TOOLS = ('plot',)  # ding_lite TOOL ...: commands that train nothing
 
 
 def _positive_int(text: str) -> int:
@@ -46,7 +48,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_tool_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='ding_lite', description='Tools around runs and configs.')
+    tools = parser.add_subparsers(dest='tool', required=True)
+    plot = tools.add_parser('plot', help="learning curves from runs' evaluator.csv, grouped by experiment",
+                            description='Each experiment (run folders named alike but for _seed<K>) is drawn as its '
+                                        'mean evaluation return over seeds with a shaded band.')
+    plot.add_argument('exp_dirs', nargs='+', metavar='EXP_DIR', help='run folders (exp_name) to draw')
+    plot.add_argument('-o', '--output', default='curve.png', help='image file to write (default: curve.png)')
+    plot.add_argument('--x', default='envstep', choices=('envstep', 'wall_time', 'train_iter'), help='x axis')
+    plot.add_argument('--band', default='minmax', choices=('minmax', 'std'),
+                      help='shade between the seeds\' min and max, or one std around the mean')
+    plot.add_argument('--title', default=None)
+    for sub in (plot,):
+        sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
+    return parser
+
+
+def _run_tool(args: argparse.Namespace) -> None:
+    if args.tool == 'plot':
+        from .plot import plot_curves
+        print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title)}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in TOOLS:
+        args = build_tool_parser().parse_args(argv)
+        return _guarded(_run_tool, args)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.mode == 'collect_demo' and not (args.load_path and args.expert_data_path and args.collect_count):
@@ -55,8 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
     if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
         parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
+    return _guarded(_run, args)
+
+
+def _guarded(run: Any, args: argparse.Namespace) -> int:
+    """Run ``run(args)``: exit code 0, 130 on Ctrl-C, or 1 with one ``ding_lite: error:`` line."""
     try:
-        _run(args)
+        run(args)
     except KeyboardInterrupt:
         print('ding_lite: interrupted', file=sys.stderr)
         return 130

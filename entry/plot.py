@@ -1,0 +1,90 @@
+"""Learning curves from runs' ``evaluator.csv``: the mean over seeds with a band, one line per experiment."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+
+import numpy as np
+
+X_COLUMNS = ('envstep', 'wall_time', 'train_iter')
+# a run folder's name without its seed (DI-engine's _seed<K>) and the time suffix a name clash adds
+_SEED_SUFFIX = re.compile(r'_seed\d+(_\d{6}_\d{6}_[0-9a-f]{4})?$')
+
+
+def experiment_name(run_dir: str) -> str:
+    """``pendulum_sac_seed3`` (or ``pendulum_sac_seed3_<time>``) -> ``pendulum_sac``; other names as they are."""
+    name = os.path.basename(os.path.normpath(run_dir))
+    return _SEED_SUFFIX.sub('', name)
+
+
+def read_curve(run_dir: str, x: str = 'envstep') -> tuple[np.ndarray, np.ndarray]:
+    """``(x, return_mean)`` of a run's evaluations, in order; a clear error when there are none."""
+    if x not in X_COLUMNS:
+        raise ValueError(f"x must be one of {', '.join(X_COLUMNS)}, got {x!r}")
+    path = os.path.join(run_dir, 'log', 'evaluator.csv')
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{run_dir} has no evaluation log ({path} does not exist); give the folder of a "
+                                f"run (its exp_name), which every evaluation appends to")
+    with open(path) as f:
+        rows = [row for row in csv.DictReader(f) if row.get('return_mean') not in (None, '')]
+    if not rows:
+        raise ValueError(f"{path} holds no evaluation yet")
+    xs, ys = np.array([float(r[x]) for r in rows]), np.array([float(r['return_mean']) for r in rows])
+    order = np.argsort(xs, kind='stable')
+    return xs[order], ys[order]
+
+
+def group_runs(run_dirs: list[str]) -> dict[str, list[str]]:
+    """Run folders by experiment (their name without ``_seed<K>``), in the order first given."""
+    groups: dict[str, list[str]] = {}
+    for run_dir in run_dirs:
+        groups.setdefault(experiment_name(run_dir), []).append(run_dir)
+    return groups
+
+
+def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax') -> tuple[np.ndarray, ...]:
+    """``(x, mean, low, high)`` over runs on the union of their x values, each run interpolated inside its own
+    range (a point counts only the runs that reached it); ``band`` 'minmax' or 'std'."""
+    if band not in ('minmax', 'std'):
+        raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
+    grid = np.unique(np.concatenate([x for x, _ in curves]))
+    values = np.full((len(curves), len(grid)), np.nan)
+    for k, (x, y) in enumerate(curves):
+        inside = (grid >= x[0]) & (grid <= x[-1])
+        values[k, inside] = np.interp(grid[inside], x, y)
+    mean = np.nanmean(values, axis=0)
+    if band == 'std':
+        std = np.nanstd(values, axis=0)
+        return grid, mean, mean - std, mean + std
+    return grid, mean, np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+
+
+def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envstep', band: str = 'minmax',
+                title: str | None = None) -> str:
+    """Draw each experiment's mean evaluation return over its seeds with a shaded band; returns ``output``."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'ding-lite[plot]'") from None
+    if not run_dirs:
+        raise ValueError("give at least one run folder to plot")
+    groups = {name: [read_curve(d, x) for d in dirs] for name, dirs in group_runs(run_dirs).items()}
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, curves in groups.items():
+        grid, mean, low, high = aggregate(curves, band)
+        line, = ax.plot(grid, mean, label=f"{name} ({len(curves)} seed{'s' * (len(curves) > 1)})")
+        if len(curves) > 1:
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel({'envstep': 'env steps', 'wall_time': 'wall time (s)', 'train_iter': 'train iterations'}[x])
+    ax.set_ylabel('evaluation return (mean over episodes)')
+    ax.set_title(title or f"mean over seeds, band: {'min-max' if band == 'minmax' else '1 std'}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc='lower right')
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+    return output
