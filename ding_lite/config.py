@@ -15,20 +15,31 @@ from typing import Any, Callable
 from easydict import EasyDict
 
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
-    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, did_you_mean, import_names
+    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, did_you_mean, import_names
 from .utils.checkpoint import atomic_write_text
-from .utils.default_config import ConfigError, ConfigWarning, class_default_config, deep_merge
+from .utils.default_config import ConfigError, ConfigWarning, class_default_config, config_docs, deep_merge
 from .utils.device import resolve_device
 
 TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel')
-# The parallel pipeline's section (entry.parallel_pipeline); the serial pipelines ignore it.
-PARALLEL_CONFIG = dict(
-    collector_num=2,               # collector actors, each with its own env manager of collector_env_num envs
-    ray_address=None,              # None: start Ray locally; 'auto' or 'host:port': join that cluster
-    num_cpus_per_collector=1.0,    # CPUs Ray reserves for each collector actor (the evaluator takes 1)
-    weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
-    max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
-)
+
+
+class ParallelSection:
+    """The top-level ``parallel`` section: the parallel pipeline's settings (the serial pipelines ignore it)."""
+
+    config = dict(
+        collector_num=2,               # collector actors, each with its own env manager of collector_env_num envs
+        ray_address=None,              # None: start Ray locally; 'auto' or 'host:port': join that cluster
+        num_cpus_per_collector=1.0,    # CPUs Ray reserves for each collector actor (the evaluator takes 1)
+        weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
+        max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+
+PARALLEL_CONFIG = ParallelSection.config
 # Leaf values checked wherever they appear: name -> (predicate, what is expected).
 _VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     **{
@@ -102,8 +113,9 @@ def _error_line(error: BaseException, path: str) -> int | None:
     return frames[-1].lineno if frames else None
 
 
-def merge_strict(default: dict, user: dict, path: str = '') -> EasyDict:
-    """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``.
+def merge_strict(default: dict, user: dict, path: str = '', docs: dict[str, str] | None = None) -> EasyDict:
+    """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``, whose
+    did-you-mean quotes the suggested key's description from ``docs`` (``{full dotted path: text}``).
 
     DI-engine's legacy keys (``LEGACY_KEYS``) are kept or dropped with a warning instead.
     """
@@ -111,7 +123,7 @@ def merge_strict(default: dict, user: dict, path: str = '') -> EasyDict:
     for key, value in user.items():
         full = f"{path}.{key}" if path else str(key)
         if key in default:
-            merged[key] = _merge_value(default[key], value, full)
+            merged[key] = _merge_value(default[key], value, full, docs)
         elif full in LEGACY_KEYS:
             _check_value(value, full)
             if LEGACY_KEYS[full] is not None:
@@ -120,17 +132,20 @@ def merge_strict(default: dict, user: dict, path: str = '') -> EasyDict:
                 warnings.warn(f"config key {full!r} is a DI-engine key that ding_lite does not use; ignored",
                               ConfigWarning, stacklevel=2)
         else:
-            hint = did_you_mean(key, default, prefix=f"{path}." if path else '')
-            raise ConfigError(f"unknown config key {full!r};{hint or ' no similar key is declared.'} "
+            close = closest_match(key, default)
+            suggestion = f"{path}.{close}" if path and close else close
+            about = f" ({(docs or {})[suggestion]})" if suggestion in (docs or {}) else ''
+            hint = f" did you mean {suggestion!r}?{about}" if close else ' no similar key is declared.'
+            raise ConfigError(f"unknown config key {full!r};{hint} "
                               f"declared here: {', '.join(sorted(map(str, default))) or '(none)'}")
     return merged
 
 
-def _merge_value(default: Any, value: Any, path: str) -> Any:
+def _merge_value(default: Any, value: Any, path: str, docs: dict[str, str] | None = None) -> Any:
     if isinstance(default, dict):
         if not isinstance(value, dict):
             raise ConfigError(f"config key {path!r} must be a dict, got {value!r}")
-        return merge_strict(default, value, path) if default else EasyDict(copy.deepcopy(value))
+        return merge_strict(default, value, path, docs) if default else EasyDict(copy.deepcopy(value))
     value = _check_type(default, value, path)
     _check_value(value, path)
     return copy.deepcopy(value)
@@ -205,15 +220,29 @@ def _import_create_names(create_cfg: dict) -> list[str]:
     return imported
 
 
-def _policy_default(policy_cls: type, policy_cfg: dict, workers: dict[tuple[str, str], type]) -> EasyDict:
-    default = EasyDict(policy_cls.default_config())
-    for (field, name), cls in workers.items():
-        default.setdefault(field, EasyDict())[name] = cls.default_config()
-    model_type = (policy_cfg.get('model') or {}).get('type') or policy_cls.default_model()
+def policy_default_config(policy_type: str, policy_user: dict | None = None, buffer_type: str = 'naive',
+                          overrides: dict[str, type | None] | None = None) -> tuple[EasyDict, dict[str, str]]:
+    """The whole default ``policy`` tree of ``policy_type``, with its model, learner, collector, evaluator and
+    replay buffer merged in, and ``{dotted key: description}`` for it (from where each class declares it)."""
+    policy_user = policy_user or {}
+    policy_cls = POLICY_REGISTRY.get(policy_type)
+    default, docs = EasyDict(policy_cls.default_config()), config_docs(policy_cls)
+    parts = [(f"{field}.{name}", cls) for (field, name), cls in _worker_classes(policy_user, overrides or {}).items()]
+    model_type = (policy_user.get('model') or {}).get('type') or policy_cls.default_model()
     if model_type in MODEL_REGISTRY:
-        default.model = EasyDict(MODEL_REGISTRY.get(model_type).default_config(), **default.get('model', {}))
-        default.model.setdefault('type', None)
-    return default
+        parts.append(('model', MODEL_REGISTRY.get(model_type)))
+        docs['model.type'] = "the registered model name; None: the policy's default"
+    parts.append(('other.replay_buffer', BUFFER_REGISTRY.get(buffer_type)))
+    for where, cls in parts:
+        node = default
+        for key in where.split('.')[:-1]:
+            node = node.setdefault(key, EasyDict())
+        last = where.split('.')[-1]
+        # the class's defaults under what the policy declares for it (SAC: twin critics, a 1e6 buffer)
+        node[last] = deep_merge(cls.default_config(), node.get(last) or {})
+        docs.update({f"{where}.{key}": text for key, text in config_docs(cls).items()})
+    default.model.setdefault('type', None)
+    return default, docs
 
 
 def _worker_classes(policy_cfg: dict, overrides: dict[str, type | None]) -> dict[tuple[str, str], type]:
@@ -286,12 +315,10 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     policy_type = _type_of(create_cfg, policy_user, 'policy')
     if policy_type is None:
         raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
-    policy_default = _policy_default(POLICY_REGISTRY.get(policy_type), policy_user,
-                                     _worker_classes(policy_user, overrides))
     buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
                            'replay_buffer', 'naive')
-    policy_default.setdefault('other', EasyDict()).replay_buffer = BUFFER_REGISTRY.get(buffer_type).default_config()
-    policy = merge_strict(policy_default, policy_user, 'policy')
+    policy_default, docs = policy_default_config(policy_type, policy_user, buffer_type, overrides)
+    policy = merge_strict(policy_default, policy_user, 'policy', {f'policy.{k}': v for k, v in docs.items()})
     policy.type = policy_type
     policy.other.replay_buffer.type = buffer_type
     _check_batch_fits(policy)
@@ -315,8 +342,10 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     env.update(copy.deepcopy(env_user))
     manager_type = _type_of(create_cfg, env.get('manager') or {}, 'env_manager', 'base')
     if manager_type in ENV_MANAGER_REGISTRY:
-        manager = EasyDict(ENV_MANAGER_REGISTRY.get(manager_type).default_config())
-        env.manager = merge_strict(manager, env.get('manager') or {}, 'env.manager')
+        manager_cls = ENV_MANAGER_REGISTRY.get(manager_type)
+        docs = {f'env.manager.{k}': v for k, v in config_docs(manager_cls).items()}
+        env.manager = merge_strict(EasyDict(manager_cls.default_config()), env.get('manager') or {}, 'env.manager',
+                                   docs)
     _check_free_values(env, 'env')
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
@@ -324,7 +353,8 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
 
 
 def _compile_parallel(parallel_user: dict) -> EasyDict:
-    parallel = merge_strict(PARALLEL_CONFIG, parallel_user, 'parallel')
+    parallel = merge_strict(ParallelSection.default_config(), parallel_user, 'parallel',
+                            {f'parallel.{k}': v for k, v in config_docs(ParallelSection).items()})
     address = parallel.ray_address
     if address is not None and not (isinstance(address, str) and address):
         raise ConfigError(f"config key 'parallel.ray_address' must be None (start Ray locally), 'auto' or "
@@ -357,5 +387,6 @@ def _plain(obj: Any, path: str) -> Any:
                       f"use plain numbers, strings, lists and dicts")
 
 
-__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'read_config', 'compile_config',
-           'save_config', 'merge_strict', 'deep_merge', 'class_default_config']
+__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'read_config',
+           'compile_config', 'save_config', 'merge_strict', 'deep_merge', 'class_default_config',
+           'policy_default_config']

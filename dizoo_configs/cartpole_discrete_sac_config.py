@@ -1,4 +1,8 @@
-"""Discrete SAC on CartPole-v1 with DI-engine's cartpole SAC keys and values (fixed alpha 0.2)."""
+"""Discrete SAC on CartPole-v1 with DI-engine's cartpole SAC keys and values (fixed alpha 0.2).
+
+Expected: 195 at 64k / 57.6k / 51.2k / 51.2k / 51.2k env steps (seeds 0-4), about 10 s for seed 0 on 2 CPU cores
+(``ding_lite -m serial -c dizoo_configs/cartpole_discrete_sac_config.py -s N``).
+"""
 from easydict import EasyDict
 
 cartpole_discrete_sac_config = dict(

@@ -1,5 +1,7 @@
 """SQIL with discrete SAC on CartPole-v1: the discrete SAC CartPole config; learn batches are half agent data
 (reward 0) and half demonstrations (reward 1). SQIL is a data change, so the policy stays ``discrete_sac``.
+
+Expected: not measured; it runs in the tests.
 """
 import copy
 

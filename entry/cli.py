@@ -7,7 +7,7 @@ import traceback
 from typing import Any
 
 MODES = ('serial', 'parallel', 'eval', 'collect_demo', 'serial_sqil')
-TOOLS = ('plot',)  # ding_lite TOOL ...: commands that train nothing
+TOOLS = ('plot', 'list', 'config', 'zoo')  # ding_lite TOOL ...: commands that train nothing
 
 
 def _positive_int(text: str) -> int:
@@ -60,7 +60,15 @@ def build_tool_parser() -> argparse.ArgumentParser:
     plot.add_argument('--band', default='minmax', choices=('minmax', 'std'),
                       help='shade between the seeds\' min and max, or one std around the mean')
     plot.add_argument('--title', default=None)
-    for sub in (plot,):
+    listing = tools.add_parser('list', help='registered policies, models, envs, env managers, buffers, wrappers')
+    listing.add_argument('kind', nargs='?', default=None,
+                         help='policies, models, envs, env_managers, buffers or wrappers (default: all)')
+    config = tools.add_parser('config', help="a registered class's default config, every key explained")
+    config.add_argument('name', help="e.g. sac, pendulum, subprocess, priority, continuous_qac, parallel")
+    config.add_argument('--kind', default=None, help='policy, env, env_manager, buffer or model, where NAME is '
+                                                     'registered as several')
+    zoo = tools.add_parser('zoo', help='the ready configs of dizoo_configs/ with their expected results')
+    for sub in (plot, listing, config, zoo):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -69,6 +77,14 @@ def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'plot':
         from .plot import plot_curves
         print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title)}")
+        return
+    from . import discover
+    if args.tool == 'list':
+        print(discover.list_registered(args.kind))
+    elif args.tool == 'config':
+        print(discover.describe_config(args.name, args.kind), end='')
+    elif args.tool == 'zoo':
+        print(discover.zoo_table())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,12 @@ class BaseEnvTimestep(NamedTuple):
 class BaseEnv(abc.ABC):
     """``reset() -> obs``, ``step(action) -> BaseEnvTimestep``, seeding, spaces; built from its config."""
 
-    config: dict = dict()
+    config: dict = dict(
+        collector_env_num=1,        # envs each collector steps
+        evaluator_env_num=1,        # envs the evaluator steps
+        n_evaluator_episode=None,   # episodes per evaluation; None: one per evaluator env
+        stop_value=None,            # the evaluation mean return that ends training; None: never
+    )
 
     @classmethod
     def default_config(cls) -> EasyDict:

@@ -25,7 +25,7 @@ class BaseEnvManager:
     """
 
     config = dict(
-        type='base',
+        type='base',               # the registered env manager name
         episode_num=float('inf'),  # episodes per env before it stops being ready; inf = run forever
         auto_reset=True,           # reset an env as soon as its episode ends
         max_retry=1,               # re-create and retry an env whose reset raises, this many times

@@ -37,7 +37,7 @@ class EnvPoolEnvManager:
     """
 
     config = dict(
-        type='envpool',
+        type='envpool',            # the registered env manager name
         batch_size=None,           # envs per step; None (or the env count): sync; fewer: async
         num_threads=0,             # EnvPool's worker threads; 0: its default
         episode_num=float('inf'),  # episodes per env before it stops being ready; inf = run forever

@@ -47,7 +47,7 @@ class GymnasiumEnv(BaseEnv):
 
     map_gym_era_ids = False  # True (DIEngineEnv): DI-engine's gym-era ids run on their gymnasium versions
     config = dict(
-        env_id=None,
+        env_id=None,              # the gymnasium id, e.g. 'Pendulum-v1'
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
         env_kwargs=dict(),        # passed to gymnasium.make
     )

@@ -103,7 +103,7 @@ class SubprocessEnvManager(BaseEnvManager):
     """
 
     config = dict(
-        type='subprocess',
+        type='subprocess',           # the registered env manager name
         max_retry=5,                 # restarts in a row of one env (no successful step between) before giving up
         step_timeout=60.0,           # seconds an env may take for one step before it is killed and restarted
         reset_timeout=60.0,          # seconds for a reset (or seed / close)
@@ -112,8 +112,8 @@ class SubprocessEnvManager(BaseEnvManager):
         retry_waiting_time=0.1,      # seconds between a failure and the restart
         copy_on_get=True,            # DI-engine's key: observations are always copied out of shared memory
         reset_inplace=False,         # DI-engine's key: resets always happen in place here
-        wait_num=None,               # DI-engine's async keys: this manager steps every given env together
-        step_wait_timeout=None,
+        wait_num=None,               # DI-engine's async key: this manager steps every given env together
+        step_wait_timeout=None,      # DI-engine's async key: see step_timeout
         connect_timeout=60.0,        # seconds for a new env process to answer its first request
     )
 

@@ -31,26 +31,46 @@ class Policy:
     # collect-mode kwargs that sample from the policy's own distribution, without any exploration schedule
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {}
     config = dict(
-        type=None,
-        cuda=False,
+        type=None,                          # the registered policy name
+        cuda=False,                         # learn on CUDA (falls back to the CPU with a warning where there is none)
         device=None,                        # None: 'cuda' if cuda and available, else 'cpu'
         deterministic=False,                # bitwise-repeatable GPU kernels (slower); CPU runs repeat without it
-        on_policy=False,
+        on_policy=False,                    # DI-engine's flag; ding_lite's policies are off-policy
         priority=False,                     # learn returns 'priority' for a prioritized buffer
         priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights
         random_collect_size=0,              # env steps of uniformly random actions before learning
-        multi_agent=False,
-        transition_with_policy_data=False,
-        model=dict(),
-        learn=dict(update_per_collect=1, batch_size=64, ignore_done=False),
-        collect=dict(n_sample=None, n_episode=None, unroll_len=1, collector_logit=False, env_num=None,
-                     model_path=None),              # checkpoint an expert loads (SQIL online demonstrations)
-        eval=dict(env_num=None),
-        command=dict(),
+        multi_agent=False,                  # DI-engine's flag; single-agent only here
+        transition_with_policy_data=False,  # DI-engine's flag; transitions hold obs, action, reward, next_obs, done
+        model=dict(),                       # the model's constructor arguments (see its type)
+        learn=dict(
+            update_per_collect=1,           # learn steps per collect call of n_sample transitions
+            batch_size=64,                  # transitions per learn step
+            ignore_done=False,              # bootstrap through every episode end (done is stored as terminated)
+        ),
+        collect=dict(
+            n_sample=None,                  # transitions per collect call
+            n_episode=None,                 # episodes per collect call (the episode collector)
+            unroll_len=1,                   # consecutive transitions per training sample
+            collector_logit=False,          # keep the policy's logits in the transitions
+            env_num=None,                   # DI-engine's key; the env's collector_env_num counts
+            model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
+        ),
+        eval=dict(
+            env_num=None,                   # DI-engine's key; the env's evaluator_env_num counts
+        ),
+        command=dict(),                     # DI-engine's key; unused
         other=dict(
-            replay_buffer=dict(),
-            eps=dict(type='exp', start=0.95, end=0.1, decay=10000),  # decay in env steps
-            offline_buffer=dict(path=None, ratio=0.5),  # demonstration/transition file mixed into each batch
+            replay_buffer=dict(),           # the replay buffer's config (see its type)
+            eps=dict(                       # exploration of eps-greedy collect policies
+                type='exp',                 # schedule: 'exp' (exponential) or 'linear' decay
+                start=0.95,                 # eps at env step 0
+                end=0.1,                    # eps once decayed
+                decay=10000,                # env steps: e-folding scale ('exp') or length ('linear') of the decay
+            ),
+            offline_buffer=dict(            # transitions mixed into every learn batch (serial_pipeline)
+                path=None,                  # a demonstration file (collect_demo_data); None: off
+                ratio=0.5,                  # its share of each batch, in (0, 1)
+            ),
         ),
     )
 

@@ -27,9 +27,11 @@ class DiscreteSACPolicy(SACPolicy):
     eval_wrapper: ClassVar[str] = 'argmax_sample'
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
     config = dict(
-        type='discrete_sac',
-        random_collect_size=0,
-        learn=dict(target_entropy_ratio=0.89),  # target entropy = ratio * log|A| when target_entropy is None
+        type='discrete_sac',                 # the registered policy name
+        random_collect_size=0,               # env steps of uniformly random actions before learning
+        learn=dict(
+            target_entropy_ratio=0.89,       # target entropy = ratio * log|A| when target_entropy is None
+        ),
     )
 
     @classmethod

@@ -49,25 +49,34 @@ class SACPolicy(Policy):
     collect_wrapper: ClassVar[str] = 'tanh_reparam_sample'
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
     config = dict(
-        type='sac',
-        random_collect_size=10000,
-        model=dict(twin_critic=True),
+        type='sac',                           # the registered policy name
+        random_collect_size=10000,            # env steps of uniformly random actions before learning
+        model=dict(
+            twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
+        ),
         learn=dict(
-            batch_size=256,
-            learning_rate_q=3e-4,
-            learning_rate_policy=3e-4,
-            learning_rate_alpha=3e-4,
-            discount_factor=0.99,
+            batch_size=256,                   # transitions per learn step
+            learning_rate_q=3e-4,             # Adam's learning rate for the critics
+            learning_rate_policy=3e-4,        # Adam's learning rate for the actor
+            learning_rate_alpha=3e-4,         # Adam's learning rate for the temperature
+            discount_factor=0.99,             # gamma of the TD target
             target_theta=0.005,               # Polyak rate of the target critics
             alpha=0.2,                        # initial value, or the fixed one if not auto_alpha
-            auto_alpha=True,
+            auto_alpha=True,                  # learn alpha towards the target entropy
             log_space=True,                   # learn log(alpha): always positive, better scaled
-            target_entropy=None,              # None -> _default_target_entropy()
+            target_entropy=None,              # the entropy alpha steers towards; None: the policy's default
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
         ),
-        collect=dict(n_sample=1, unroll_len=1),
+        collect=dict(
+            n_sample=1,                       # transitions per collect call
+            unroll_len=1,                     # consecutive transitions per training sample
+        ),
         eval=dict(),
-        other=dict(replay_buffer=dict(replay_buffer_size=int(1e6))),
+        other=dict(
+            replay_buffer=dict(
+                replay_buffer_size=int(1e6),  # transitions kept
+            ),
+        ),
     )
 
     @classmethod

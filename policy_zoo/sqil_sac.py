@@ -14,7 +14,12 @@ from .sac import SACPolicy
 class SQILSACPolicy(SACPolicy):
     """SAC on batches whose first half is agent data and second half demonstrations (built by the pipeline)."""
 
-    config = dict(type='sqil_sac', learn=dict(monitor_cos=False))  # cos monitor costs two extra backward passes
+    config = dict(
+        type='sqil_sac',                     # the registered policy name
+        learn=dict(
+            monitor_cos=False,               # log the agent/demo gradient cosine (two extra backward passes)
+        ),
+    )
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)

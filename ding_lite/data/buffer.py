@@ -22,7 +22,7 @@ class ReplayBuffer:
     """FIFO ring of transitions stored struct-of-arrays; field shapes and dtypes are fixed by the first push."""
 
     config = dict(
-        type='naive',
+        type='naive',              # the registered buffer name
         replay_buffer_size=10000,  # transitions kept; the oldest are overwritten
         device='cpu',              # where the storage lives ('cuda' keeps sampled batches on the GPU)
         save_replay_buffer=True,   # resume checkpoints carry the buffer, in a file beside them (ML-Agents' default)

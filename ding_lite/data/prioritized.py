@@ -23,7 +23,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     """
 
     config = dict(
-        type='priority',
+        type='priority',       # the registered buffer name ('advanced' is an alias)
         alpha=0.6,             # 0 = uniform sampling
         beta=0.4,              # initial importance-sampling exponent
         anneal_step=int(1e5),  # sample() calls for beta to reach 1; 0 keeps beta fixed

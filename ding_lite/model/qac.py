@@ -45,10 +45,20 @@ class ContinuousQAC(_QAC):
     returns ``{'q_value'}`` of shape ``[2, B]`` with twin critics (one batched ensemble), else ``[B]``.
     """
 
-    def __init__(self, obs_shape: int | list, action_shape: int | list, twin_critic: bool = False,
-                 action_space: str = 'reparameterization', actor_head_hidden_size: int = 64,
-                 actor_head_layer_num: int = 1, critic_head_hidden_size: int = 64, critic_head_layer_num: int = 1,
-                 activation: str = 'relu', log_sigma_min: float = -20.0, log_sigma_max: float = 2.0) -> None:
+    def __init__(
+            self,
+            obs_shape: int | list,                # observation size
+            action_shape: int | list,             # action size
+            twin_critic: bool = False,            # two critics, the target takes their minimum (clipped double Q)
+            action_space: str = 'reparameterization',  # DI-engine's key; the only one: a tanh-squashed Gaussian
+            actor_head_hidden_size: int = 64,     # width of the actor's hidden layers
+            actor_head_layer_num: int = 1,        # the actor's hidden layers after its first
+            critic_head_hidden_size: int = 64,    # width of the critics' hidden layers
+            critic_head_layer_num: int = 1,       # the critics' hidden layers after their first
+            activation: str = 'relu',             # relu, tanh, elu, gelu, silu or leaky_relu
+            log_sigma_min: float = -20.0,         # lower clamp of the actor's log standard deviation
+            log_sigma_max: float = 2.0,           # upper clamp of the actor's log standard deviation
+    ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
             raise ValueError(f"ContinuousQAC supports action_space='reparameterization', got {action_space!r}")
@@ -81,10 +91,19 @@ class DiscreteQAC(_QAC):
     critics, else ``[B, A]``.
     """
 
-    def __init__(self, obs_shape: int | list | None = None, action_shape: int | list | None = None,
-                 twin_critic: bool = False, actor_head_hidden_size: int = 64, actor_head_layer_num: int = 1,
-                 critic_head_hidden_size: int = 64, critic_head_layer_num: int = 1, activation: str = 'relu',
-                 agent_obs_shape: int | list | None = None, global_obs_shape: int | list | None = None) -> None:
+    def __init__(
+            self,
+            obs_shape: int | list | None = None,         # observation size
+            action_shape: int | list | None = None,      # number of actions
+            twin_critic: bool = False,                   # two critics, the target takes their minimum
+            actor_head_hidden_size: int = 64,            # width of the actor's hidden layers
+            actor_head_layer_num: int = 1,               # the actor's hidden layers after its first
+            critic_head_hidden_size: int = 64,           # width of the critics' hidden layers
+            critic_head_layer_num: int = 1,              # the critics' hidden layers after their first
+            activation: str = 'relu',                    # relu, tanh, elu, gelu, silu or leaky_relu
+            agent_obs_shape: int | list | None = None,   # DI-engine's name of obs_shape (one agent)
+            global_obs_shape: int | list | None = None,  # DI-engine's key; must equal obs_shape (one agent)
+    ) -> None:
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
         obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')

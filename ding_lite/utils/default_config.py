@@ -1,7 +1,13 @@
 """Per-class default configs and the deep merge every layer uses (a leaf: imports nothing else of ding_lite)."""
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
+import io
+import textwrap
+import tokenize
+from typing import Any
 
 from easydict import EasyDict
 
@@ -37,4 +43,62 @@ def with_defaults(cls: type, cfg: dict | None) -> EasyDict:
     return deep_merge(cls.default_config(), cfg or {})
 
 
-__all__ = ['ConfigError', 'ConfigWarning', 'deep_merge', 'class_default_config', 'with_defaults']
+def config_docs(cls: type) -> dict[str, str]:
+    """``{dotted key: description}`` for ``cls``'s default config, read from where the keys are declared: the
+    comments beside the keys of the ``config = dict(...)`` literals along its MRO (a subclass's wins), or for a
+    class configured by its constructor (models), beside its ``__init__`` parameters. A key's comment is the one
+    at the end of its line, else the comment lines just above it."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if 'config' in vars(klass) or '__init__' in vars(klass):
+            docs.update(_declared_comments(klass))
+    return docs
+
+
+def _declared_comments(klass: type) -> dict[str, str]:
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+    except (OSError, TypeError):  # built in, or defined where there is no source
+        return {}
+    lines = source.splitlines()
+    comments = {tok.start[0]: tok.string.lstrip('#').strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+
+    def comment(lineno: int) -> str | None:
+        if lineno in comments and lines[lineno - 1].lstrip()[:1] != '#':
+            return comments[lineno]
+        above = []
+        while lineno - 1 - len(above) > 0 and lines[lineno - 2 - len(above)].lstrip().startswith('#'):
+            above.insert(0, comments[lineno - 1 - len(above)])
+        return ' '.join(above) or None
+
+    docs: dict[str, str] = {}
+    body = ast.parse(source).body[0].body
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if any(getattr(t, 'id', None) == 'config' for t in targets) and node.value is not None:
+            _literal_docs(node.value, '', comment, docs)
+        elif isinstance(node, ast.FunctionDef) and node.name == '__init__' and 'config' not in vars(klass):
+            for arg in node.args.args[1:] + node.args.kwonlyargs:
+                if comment(arg.lineno):
+                    docs[arg.arg] = comment(arg.lineno)
+    return docs
+
+
+def _literal_docs(node: ast.AST, prefix: str, comment: Any, docs: dict[str, str]) -> None:
+    """Walk a ``dict(key=...)`` call or ``{'key': ...}`` literal, recording each key's comment."""
+    if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'dict':
+        items = [(kw.arg, kw.value, kw.lineno) for kw in node.keywords if kw.arg]
+    elif isinstance(node, ast.Dict):
+        items = [(k.value, v, k.lineno) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+    else:
+        return
+    for key, value, lineno in items:
+        text = comment(lineno)
+        if text:
+            docs[prefix + key] = text
+        _literal_docs(value, f"{prefix}{key}.", comment, docs)
+
+
+__all__ = ['ConfigError', 'ConfigWarning', 'deep_merge', 'class_default_config', 'with_defaults', 'config_docs']

@@ -18,7 +18,10 @@ from .logger import build_logger, format_scalars, write_scalars
 class _SerialCollector:
     """Shared stepping: one policy call for all ready envs, then one env step each."""
 
-    config = dict(type=None, collect_print_freq=100)  # train iterations between collector log lines
+    config = dict(
+        type=None,                   # the registered collector name
+        collect_print_freq=100,      # train iterations between collector log lines
+    )
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -135,7 +138,7 @@ class _SerialCollector:
 class SampleSerialCollector(_SerialCollector):
     """Returns at least ``n_sample`` training samples per ``collect`` (every env steps together)."""
 
-    config = dict(type='sample')
+    config = dict(type='sample')     # the registered collector name
 
     def collect(self, n_sample: int | None = None, train_iter: int = 0,
                 policy_kwargs: dict | None = None) -> list[Any]:
@@ -159,7 +162,10 @@ class SampleSerialCollector(_SerialCollector):
 class EpisodeSerialCollector(_SerialCollector):
     """Returns at least ``n_episode`` whole episodes per ``collect``; each a list of transitions (or train samples)."""
 
-    config = dict(type='episode', get_train_sample=False)  # True: pass episodes through policy.get_train_sample
+    config = dict(
+        type='episode',              # the registered collector name
+        get_train_sample=False,      # True: pass episodes through policy.get_train_sample
+    )
 
     def collect(self, n_episode: int | None = None, train_iter: int = 0,
                 policy_kwargs: dict | None = None) -> list[list[Any]]:

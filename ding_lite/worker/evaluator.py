@@ -23,7 +23,7 @@ class InteractionSerialEvaluator:
     """Runs ``n_episode`` episodes spread over the evaluator envs with the policy's eval mode."""
 
     config = dict(
-        type='interaction',
+        type='interaction',          # the registered evaluator name
         eval_freq=1000,              # train iterations between evaluations
         n_episode=None,              # None: env.n_evaluator_episode (filled by compile_config)
         stop_value=None,             # None: env.stop_value; stop once the mean return reaches it

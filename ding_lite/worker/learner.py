@@ -45,20 +45,16 @@ class BaseLearner:
     """Calls ``policy.forward(batch)`` per ``train``; ``LearnerHook``s run before/after the run and each iteration."""
 
     config = dict(
-        type='base',
-        train_iterations=int(1e10),
+        type='base',                        # the registered learner name
+        train_iterations=int(1e10),         # DI-engine's key; the pipelines' max_train_iter counts
         hook=dict(
-            load_ckpt_before_run='',       # checkpoint path to resume from ('' = start fresh)
+            load_ckpt_before_run='',        # checkpoint path to resume from ('' = start fresh)
             log_show_after_iter=100,        # train iterations between log lines (the only host syncs)
-            save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints
-            save_ckpt_after_run=True,
+            save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints (resume points)
+            save_ckpt_after_run=True,       # write ckpt_last (a resume point) when the run ends
         ),
-        # a NaN/inf loss or weight: 'stop' (raise at the next log line or checkpoint, naming it; no per-step sync)
-        # or 'skip' (check every step, undo a non-finite one and count it: one host sync per step)
-        on_nonfinite='stop',
-        # torch's intra-op threads while training; None: torch's default (every core). On 2 cores, 2 threads
-        # learn 1.6x faster than 1 at hidden 256 / batch 256, and as fast at Pendulum's sizes
-        num_threads=None,
+        on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it
+        num_threads=None,                   # torch's threads while training; None: torch's default (every core)
     )
 
     @classmethod

@@ -1,0 +1,79 @@
+"""``ding_lite list``, ``ding_lite config NAME`` and ``ding_lite zoo``: what exists, explained, without the source."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ding_lite.config import ConfigError, compile_config, policy_default_config
+from ding_lite.registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY
+from entry.cli import main
+from entry.discover import describe_config, list_registered, zoo_configs
+
+
+def test_list_prints_every_registered_name_with_its_description(capsys):
+    assert main(['list']) == 0
+    out = capsys.readouterr().out
+    for kind in ('policies:', 'models:', 'envs:', 'env_managers:', 'buffers:', 'wrappers:'):
+        assert kind in out
+    assert 'sac           Soft Actor-Critic for Box actions' in out and 'sac_discrete  alias of discrete_sac' in out
+    assert 'envpool' in out and 'tanh_reparam_sample' in out
+    assert list_registered('buffers').splitlines()[0] == 'buffers:'
+    with pytest.raises(ValueError, match="unknown kind 'polices'; did you mean 'policies'"):
+        list_registered('polices')
+
+
+def _leaf_lines(text):
+    """The printed keys with a value (a sub-config's own line may go without a comment: its keys have one)."""
+    return [line for line in text.splitlines() if '=' in line and not line.lstrip().startswith('#')
+            and '=dict(' not in line]
+
+
+@pytest.mark.parametrize('registry, kind', [(POLICY_REGISTRY, 'policy'), (ENV_REGISTRY, 'env'),
+                                            (ENV_MANAGER_REGISTRY, 'env_manager'), (BUFFER_REGISTRY, 'buffer'),
+                                            (MODEL_REGISTRY, 'model')])
+def test_config_explains_every_key_and_prints_runnable_source(registry, kind):
+    builtin = [name for name in registry.keys()  # other tests register classes of their own
+               if registry.get(name).__module__.split('.')[0] in ('ding_lite', 'envs', 'policy_zoo')]
+    for name in builtin:
+        text = describe_config(name, kind)
+        assert text.startswith(f"# {kind} {name!r}")
+        lines = _leaf_lines(text)
+        undescribed = [line for line in lines if '# (no description)' in line or '  # ' not in line]
+        assert not undescribed, f"{kind} {name}: keys without a description: {undescribed}"
+        body = text.split('\n', 1)[1]
+        section = eval(body.split('=', 1)[1], {'inf': math.inf})  # the printed source is the default config
+        expected = policy_default_config(name)[0] if kind == 'policy' else registry.get(name).default_config()
+        assert section == expected
+
+
+def test_config_cli_for_a_policy_and_the_parallel_section(capsys):
+    assert main(['config', 'sac']) == 0
+    out = capsys.readouterr().out
+    assert 'batch_size=256,' in out and '# transitions per learn step' in out
+    assert 'replay_buffer_size=1000000,' in out and "learner=dict(" in out and "obs_shape=None," in out
+    assert main(['config', 'parallel']) == 0
+    assert '# train iterations between weight broadcasts to the actors' in capsys.readouterr().out
+    assert main(['config', 'sacc']) == 1
+    assert "nothing registered as 'sacc'; did you mean 'sac'?" in capsys.readouterr().err
+
+
+def test_config_errors_quote_the_suggested_keys_description():
+    main_cfg = dict(exp_name='unused', policy=dict(learn=dict(batch_sizee=3)))
+    with pytest.raises(ConfigError, match=r"did you mean 'policy.learn.batch_size'\? \(transitions per learn step\)"):
+        compile_config(main_cfg, create_cfg=dict(policy=dict(type='sac')), save_cfg=False)
+    main_cfg = dict(exp_name='unused', env=dict(manager=dict(step_timout=3)))
+    with pytest.raises(ConfigError, match=r"'env.manager.step_timeout'\? \(seconds an env may take for one step"):
+        compile_config(main_cfg, create_cfg=dict(policy=dict(type='sac'), env_manager=dict(type='subprocess')),
+                       save_cfg=False)
+
+
+def test_zoo_lists_the_configs_with_their_expected_results(capsys):
+    rows = {row['config']: row for row in zoo_configs()}
+    assert rows['pendulum_sac_config.py']['policy'] == 'sac' and rows['pendulum_sac_config.py']['stop_value'] == '-250'
+    assert rows['pendulum_sac_config.py']['expected'].startswith('-250 at 32k')
+    assert rows['cartpole_discrete_sac_config.py']['env'] == 'cartpole'
+    assert all(row['expected'] != '-' for row in rows.values())  # every zoo config states what to expect
+    assert main(['zoo']) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ['config', 'env', 'policy', 'stop_value', 'expected']
