@@ -24,6 +24,7 @@ setup(
         'mujoco': ['gymnasium[mujoco]'],
         'box2d': ['gymnasium[box2d]'],
         'envpool': ['envpool'],
+        'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
     },
     entry_points={'console_scripts': ['ding_lite=entry.cli:main']},
 )

@@ -12,24 +12,35 @@ from .utils import build_envs, check_spaces, compile_input, expert_mode
 
 
 def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001
-         model: nn.Module | None = None, state_dict: dict | None = None, load_path: str | None = None) -> float:
-    """Run the config's evaluation episodes with weights from ``state_dict`` or the checkpoint ``load_path``.
-
-    Returns the mean episode return (also logged and appended to ``evaluator.csv``).
+         model: nn.Module | None = None, state_dict: dict | None = None, load_path: str | None = None,
+         replay_path: str | None = None, n_episode: int | None = None) -> float:
+    """Run the config's evaluation episodes (``n_episode`` of them, if given) with weights from ``state_dict`` or
+    the checkpoint ``load_path``; ``replay_path`` records each as a video (``<replay_path>/env<i>/``, the ``video``
+    extra). Prints the returns' mean, std, min and max; returns the mean (also appended to ``evaluator.csv``).
     """
+    if n_episode is not None and n_episode <= 0:
+        raise ValueError(f"n_episode must be a positive number of episodes, got {n_episode}")
     cfg = compile_input(input_cfg, seed, save_cfg=False)
+    if n_episode is not None:
+        cfg.policy.eval.evaluator.n_episode = n_episode
     _, evaluator_env = build_envs(cfg, env_setting, collect=False)
     check_spaces(evaluator_env, cfg.policy)
+    if replay_path is not None:
+        evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=['eval'])
     if state_dict is not None or load_path is not None:
         _load_weights(policy.eval_mode, cfg, state_dict, load_path)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
                                            exp_name=cfg.exp_name, instance_name='eval')
-    _, info = evaluator.eval()
-    evaluator.close()
+    try:
+        _, info = evaluator.eval()
+    finally:
+        evaluator.close()
     print(f"eval over {evaluator.n_episode} episodes: return mean {info['return_mean']:.2f} "
           f"std {info['return_std']:.2f} (min {info['return_min']:.2f}, max {info['return_max']:.2f})")
+    if replay_path is not None:
+        print(f"videos: {replay_path}/env<i>/")
     return info['return_mean']
 
 

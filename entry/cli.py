@@ -36,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="serial / parallel / serial_sqil: continue the newest complete checkpoint of the "
                              "config's exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
     parser.add_argument('--load-path', default=None, help='checkpoint to evaluate or to collect demonstrations with')
+    parser.add_argument('--episodes', type=_positive_int, default=None,
+                        help='eval: episodes to run (default: the config\'s n_evaluator_episode)')
+    parser.add_argument('--replay-path', default=None,
+                        help='eval: record each episode as a video under this folder (needs moviepy)')
     parser.add_argument('--expert-data-path', default=None,
                         help='demonstration file to write (collect_demo) or to learn from (serial_sqil)')
     parser.add_argument('--expert-config', default=None, help='serial_sqil without a file: an expert config '
@@ -98,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('-m collect_demo needs --load-path, --expert-data-path and --collect-count')
     if args.mode == 'serial_sqil' and bool(args.expert_data_path) == bool(args.expert_config):
         parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
+    if (args.episodes or args.replay_path) and args.mode != 'eval':
+        parser.error(f'--episodes and --replay-path are for -m eval, not -m {args.mode}')
     if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
         parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
     return _guarded(_run, args)
@@ -136,7 +142,8 @@ def _run(args: argparse.Namespace) -> None:
                           max_train_iter=args.max_train_iter, resume=args.resume)
     elif args.mode == 'eval':
         from .application import eval
-        eval(args.config, seed=args.seed, load_path=args.load_path)
+        eval(args.config, seed=args.seed, load_path=args.load_path, replay_path=args.replay_path,
+             n_episode=args.episodes)
     elif args.mode == 'collect_demo':
         from .application import collect_demo_data
         collect_demo_data(args.config, seed=args.seed, collect_count=args.collect_count,

@@ -1,7 +1,9 @@
 """Env managers: N envs behind one ``{env_id: ...}`` interface, reset automatically at episode ends."""
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from typing import Any, Callable
 
 import numpy as np
@@ -167,6 +169,14 @@ class BaseEnvManager:
         self._env_close()
         self._launched, self._ready_obs = False, {}
 
+    def enable_save_replay(self, replay_path: str | list[str]) -> None:
+        """Record every episode as a video (DI-engine's name): env i into ``<replay_path>/env<i>/`` (or
+        ``replay_path[i]``). The envs are made anew, recording, at the next ``launch``/``reset``."""
+        paths = list(replay_path) if isinstance(replay_path, (list, tuple)) else \
+            [os.path.join(replay_path, f'env{i}') for i in range(self.env_num)]
+        self._env_fn = [functools.partial(_recording, fn, path) for fn, path in zip(self._env_fn, paths)]
+        self.close()
+
     # ---- resume ----
     def state_dict(self) -> dict[str, Any]:
         """Seeds, episode counts, and per ready env its state before the last reset plus the actions since."""
@@ -218,6 +228,15 @@ class BaseEnvManager:
         """An env of this manager's kind, for its spaces and id."""
         self._env_create()
         return self._envs[0]
+
+
+def _recording(env_fn: Callable[[], BaseEnv], replay_path: str) -> BaseEnv:
+    """``env_fn()`` with its episodes recorded into ``replay_path`` (module level: it travels to env processes)."""
+    env = env_fn()
+    if not hasattr(env, 'enable_save_replay'):
+        raise TypeError(f"env {type(env).__name__} cannot record replays (it has no enable_save_replay)")
+    env.enable_save_replay(replay_path)
+    return env
 
 
 def _same(obs: Any, saved: Any) -> bool:

@@ -222,6 +222,10 @@ class EnvPoolEnvManager:
             self._pool = None
         self._ready_obs = {}
 
+    def enable_save_replay(self, replay_path: str | list[str]) -> None:
+        raise TypeError("the envpool env manager cannot record videos (EnvPool does not render); evaluate with the "
+                        "'base' env manager to record replays")
+
     # ---- resume ----
     def state_dict(self) -> dict[str, Any]:
         return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed,

@@ -55,7 +55,7 @@ class GymnasiumEnv(BaseEnv):
     def __init__(self, cfg: dict | None = None) -> None:
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
         env_id, kwargs = self.resolve_id(self._cfg)
-        self._gym_id = env_id
+        self._gym_id, self._make_kwargs = env_id, kwargs
         try:
             self._env = gym.make(env_id, **kwargs)
         except (gym.error.Error, ImportError, TypeError) as error:
@@ -68,7 +68,7 @@ class GymnasiumEnv(BaseEnv):
         self._act_dtype, self._act_shape = (space.dtype, space.shape) if self._box else (None, None)
         self._low, self._half_range = (space.low, 0.5 * (space.high - space.low)) if self._scale else (None, None)
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
-        self._episode_return = 0.0
+        self._episode_return, self._episode_steps = 0.0, 0
 
     @classmethod
     def resolve_id(cls, cfg: dict) -> tuple[str, dict]:
@@ -103,12 +103,13 @@ class GymnasiumEnv(BaseEnv):
         else:
             seed = int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
         obs, _ = self._env.reset(seed=seed)
-        self._episode_return = 0.0
+        self._episode_return, self._episode_steps = 0.0, 0
         return self._obs(obs)
 
     def step(self, action: Any) -> BaseEnvTimestep:
         obs, reward, terminated, truncated, info = self._env.step(self._action(action))
         self._episode_return += float(reward)
+        self._episode_steps += 1
         done = bool(terminated or truncated)
         info = dict(info)  # ours to add to: an env may hand out the same dict every step
         info['TimeLimit.truncated'] = bool(truncated and not terminated)
@@ -139,7 +140,22 @@ class GymnasiumEnv(BaseEnv):
         return obs.astype(np.float32) if obs.dtype == np.float64 else obs
 
     def close(self) -> None:
+        if getattr(self._env, 'recording', False) and self._episode_steps == 0:
+            self._env.recording = False  # an episode only just reset (an auto-reset at the end): no video of it
         self._env.close()
+
+    def enable_save_replay(self, replay_path: str) -> None:
+        """Record every episode from now on as an mp4 in ``replay_path`` (DI-engine's name): the env is made again
+        rendering to frames, under gymnasium's ``RecordVideo``, which needs moviepy (the ``video`` extra)."""
+        try:
+            env = gym.make(self._gym_id, render_mode='rgb_array', **self._make_kwargs)
+            recorder = gym.wrappers.RecordVideo(env, video_folder=replay_path, episode_trigger=lambda _: True,
+                                                disable_logger=True)
+        except gym.error.DependencyNotInstalled as error:
+            raise ImportError(f"recording videos of {self._gym_id!r} needs {error.args[0].split(' is not')[0]}: "
+                              f"pip install 'ding-lite[video]' (gymnasium says: {error})") from None
+        self._env.close()
+        self._env = recorder
 
     @property
     def observation_space(self) -> gym.Space:

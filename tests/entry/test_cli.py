@@ -71,3 +71,37 @@ def test_run_folders_follow_the_seed_and_exp_name_overrides(tmp_path, monkeypatc
     assert (tmp_path / 'tiny_seed2' / 'ckpt' / 'latest').is_file() and len(list(tmp_path.iterdir())) == 4
     assert main(['-m', 'serial', '-c', str(path), '-s', '4', '--exp-name', 'mine', '--max-env-step', '60']) == 0
     assert (tmp_path / 'mine' / 'log' / 'evaluator.csv').is_file() and not (tmp_path / 'tiny_seed4').exists()
+
+
+def test_eval_episodes_and_replay_videos(tmp_path, capsys):
+    """``--episodes N`` runs N episodes and prints mean, std, min and max; ``--replay-path`` writes one mp4 per
+    episode under ``env<i>/``."""
+    pytest.importorskip('moviepy', reason="recording videos needs moviepy: pip install 'ding-lite[video]'")
+    from tests.conftest import untrained_checkpoint
+    path = _write_cfg(tmp_path)
+    ckpt = untrained_checkpoint((dict(TINY_PENDULUM, exp_name=str(tmp_path / 'x')), TINY_CREATE), tmp_path / 'w.pt')
+    assert main(['-m', 'eval', '-c', str(path), '--load-path', ckpt, '--episodes', '3',
+                 '--replay-path', str(tmp_path / 'videos')]) == 0
+    out = capsys.readouterr().out
+    assert 'eval over 3 episodes: return mean' in out and ' std ' in out and '(min ' in out and ', max ' in out
+    videos = sorted(p.relative_to(tmp_path / 'videos').as_posix() for p in (tmp_path / 'videos').rglob('*.mp4'))
+    assert len(videos) == 3 and {v.split('/')[0] for v in videos} == {'env0', 'env1'}
+    assert all((tmp_path / 'videos' / v).stat().st_size > 1000 for v in videos)
+
+
+def test_replay_without_moviepy_and_eval_flags_elsewhere_are_clear(tmp_path, capsys, monkeypatch):
+    import gymnasium as gym
+    from envs import PendulumEnv
+
+    def missing(*args, **kwargs):
+        raise gym.error.DependencyNotInstalled('MoviePy is not installed, run `pip install "gymnasium[other]"`')
+
+    monkeypatch.setattr(gym.wrappers, 'RecordVideo', missing)
+    env = PendulumEnv({})
+    with pytest.raises(ImportError, match=r"recording videos of 'Pendulum-v1' needs MoviePy: pip install "
+                                          r"'ding-lite\[video\]'"):
+        env.enable_save_replay(str(tmp_path / 'v'))
+    env.close()
+    with pytest.raises(SystemExit):
+        main(['-m', 'serial', '-c', 'x.py', '--episodes', '3'])
+    assert '--episodes and --replay-path are for -m eval, not -m serial' in capsys.readouterr().err
