@@ -113,7 +113,8 @@ def zoo_configs(root: str | None = None) -> list[dict[str, str]]:
         paragraphs = [' '.join(p.split()) for p in doc.split('\n\n')]
         expected = next((p[len('Expected:'):].strip() for p in paragraphs if p.startswith('Expected:')), '-')
         env = main.get('env', {})
-        rows.append({'config': os.path.basename(path), 'env': f"{create.env.type} {env.get('env_id') or ''}".strip(),
+        env_id = env.get('env_id') or ENV_REGISTRY.get(create.env.type).default_config().get('env_id') or ''
+        rows.append({'config': os.path.basename(path), 'env': f"{create.env.type} {env_id}".strip(),
                      'policy': create.policy.type, 'stop_value': str(env.get('stop_value', '-')),
                      'expected': expected})
     return rows

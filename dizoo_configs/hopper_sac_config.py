@@ -1,0 +1,44 @@
+"""SAC on Hopper-v5 (the ``mujoco`` extra, or ``envpool`` with ``env_manager=dict(type='envpool')``), with DI-engine's
+MuJoCo SAC hyperparameters: one env, one learn step per env step, hidden 256.
+
+Expected: EXPECTED_hopper
+"""
+from easydict import EasyDict
+
+hopper_sac_config = dict(
+    exp_name='hopper_sac_seed0',
+    env=dict(
+        env_id='Hopper-v5',
+        collector_env_num=1,
+        evaluator_env_num=5,
+        n_evaluator_episode=5,
+        stop_value=6000,
+    ),
+    policy=dict(
+        random_collect_size=10000,
+        model=dict(obs_shape=11, action_shape=3, twin_critic=True, actor_head_hidden_size=256,
+                   critic_head_hidden_size=256),
+        learn=dict(
+            update_per_collect=1,
+            batch_size=256,
+            learning_rate_q=1e-3,
+            learning_rate_policy=1e-3,
+            learning_rate_alpha=3e-4,
+        ),
+        collect=dict(n_sample=1),
+        eval=dict(evaluator=dict(eval_freq=10000)),  # train iterations (= env steps here)
+        other=dict(replay_buffer=dict(replay_buffer_size=int(1e6))),
+    ),
+)
+main_config = EasyDict(hopper_sac_config)
+
+create_config = EasyDict(dict(
+    env=dict(type='mujoco'),
+    env_manager=dict(type='base'),
+    policy=dict(type='sac'),
+))
+
+if __name__ == '__main__':
+    # or: ding_lite -m serial -c dizoo_configs/hopper_sac_config.py -s 0
+    from entry import serial_pipeline
+    serial_pipeline((main_config, create_config), seed=0)
