@@ -279,5 +279,8 @@ def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str,
         raise ConfigError(f"env type {cls.__name__} changes step or reset, which EnvPool cannot run; use the "
                           f"'base' or 'subprocess' env manager")
     cfg = EasyDict(cls.default_config(), **(env_fn.keywords.get('cfg') or {}))
+    if cfg.get('frame_stack', 1) > 1:
+        raise ConfigError("env.frame_stack is GymnasiumEnv's wrapper, which EnvPool cannot run; use the 'base' or "
+                          "'subprocess' env manager")
     env_id, kwargs = cls.resolve_id(cfg)
     return cls, cfg, env_id, kwargs

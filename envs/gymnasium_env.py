@@ -50,16 +50,14 @@ class GymnasiumEnv(BaseEnv):
         env_id=None,              # the gymnasium id, e.g. 'Pendulum-v1'
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
         env_kwargs=dict(),        # passed to gymnasium.make
+        frame_stack=1,            # the last k observations stacked on a new first axis (pixels); 1: none
     )
 
     def __init__(self, cfg: dict | None = None) -> None:
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
         env_id, kwargs = self.resolve_id(self._cfg)
         self._gym_id, self._make_kwargs = env_id, kwargs
-        try:
-            self._env = gym.make(env_id, **kwargs)
-        except (gym.error.Error, ImportError, TypeError) as error:
-            raise ValueError(f"cannot make gymnasium env {env_id!r}: {error}") from error
+        self._env = self._make()
         space = self._env.action_space
         self._box = isinstance(space, gym.spaces.Box)
         self._scale = bool(self._cfg.act_scale) and self._box
@@ -69,6 +67,16 @@ class GymnasiumEnv(BaseEnv):
         self._low, self._half_range = (space.low, 0.5 * (space.high - space.low)) if self._scale else (None, None)
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return, self._episode_steps = 0.0, 0
+
+    def _make(self, **kwargs: Any) -> gym.Env:
+        """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s), frames stacked if asked."""
+        try:
+            env = gym.make(self._gym_id, **self._make_kwargs, **kwargs)
+        except (gym.error.Error, ImportError, TypeError) as error:
+            raise ValueError(f"cannot make gymnasium env {self._gym_id!r}: {error}") from error
+        if self._cfg.frame_stack > 1:
+            env = gym.wrappers.FrameStackObservation(env, int(self._cfg.frame_stack))
+        return env
 
     @classmethod
     def resolve_id(cls, cfg: dict) -> tuple[str, dict]:
@@ -148,9 +156,8 @@ class GymnasiumEnv(BaseEnv):
         """Record every episode from now on as an mp4 in ``replay_path`` (DI-engine's name): the env is made again
         rendering to frames, under gymnasium's ``RecordVideo``, which needs moviepy (the ``video`` extra)."""
         try:
-            env = gym.make(self._gym_id, render_mode='rgb_array', **self._make_kwargs)
-            recorder = gym.wrappers.RecordVideo(env, video_folder=replay_path, episode_trigger=lambda _: True,
-                                                disable_logger=True)
+            recorder = gym.wrappers.RecordVideo(self._make(render_mode='rgb_array'), video_folder=replay_path,
+                                                episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as error:
             raise ImportError(f"recording videos of {self._gym_id!r} needs {error.args[0].split(' is not')[0]}: "
                               f"pip install 'ding-lite[video]' (gymnasium says: {error})") from None

@@ -60,6 +60,53 @@ def ensemble_mlp(ensemble_size: int, in_size: int, hidden_size: int, layer_num: 
     return nn.Sequential(*layers)
 
 
+class FCEncoder(nn.Module):
+    """Vector observations -> features: a ``Linear`` + activation per entry of ``hidden_size_list``."""
+
+    def __init__(self, in_size: int, hidden_size_list: list[int], activation: str | nn.Module) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        for size in hidden_size_list:
+            layers += [nn.Linear(in_size, size), get_activation(activation)]
+            in_size = size
+        self.main = nn.Sequential(*layers)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.main(x)
+
+
+class ConvEncoder(nn.Module):
+    """Images ``[C, H, W]`` -> features: a conv layer per entry of ``hidden_size_list`` but the last (DI-engine's
+    kernels 8, 4, 3 and strides 4, 2, 1, then 3 and 1), flattened, then a ``Linear`` to the last entry.
+    Integer (uint8) pixels are scaled to [0, 1] here, so buffers keep them as uint8."""
+
+    def __init__(self, obs_shape: list[int], hidden_size_list: list[int], activation: str | nn.Module) -> None:
+        super().__init__()
+        if len(hidden_size_list) < 2:
+            raise ValueError(f"encoder_hidden_size_list for images needs conv channels and a feature size, e.g. "
+                             f"[32, 64, 64, 128]; got {hidden_size_list}")
+        layers: list[nn.Module] = []
+        channels = obs_shape[0]
+        for i, out_channels in enumerate(hidden_size_list[:-1]):
+            kernel, stride = ((8, 4), (4, 2), (3, 1))[min(i, 2)]
+            layers += [nn.Conv2d(channels, out_channels, kernel, stride), get_activation(activation)]
+            channels = out_channels
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            try:
+                flat = self.conv(torch.zeros(1, *obs_shape)).shape[1]
+            except RuntimeError:
+                raise ValueError(f"images of shape {list(obs_shape)} are too small for {len(layers) // 2} conv "
+                                 f"layers (kernels 8, 4, 3; strides 4, 2, 1): use fewer channels in "
+                                 f"encoder_hidden_size_list or larger images") from None
+        self.out = nn.Sequential(nn.Linear(flat, hidden_size_list[-1]), get_activation(activation))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not x.is_floating_point():
+            x = x.float().div(255.0)
+        return self.out(self.conv(x))
+
+
 class ReparameterizationHead(nn.Module):
     """State-conditioned Gaussian: returns ``(mu, sigma)`` with log-sigma clamped to ``[log_sigma_min, max]``."""
 

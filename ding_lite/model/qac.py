@@ -8,7 +8,7 @@ from easydict import EasyDict
 from torch import Tensor, nn
 
 from ..registry import MODEL_REGISTRY
-from .heads import ReparameterizationHead, ensemble_mlp, mlp, signature_config
+from .heads import ConvEncoder, FCEncoder, ReparameterizationHead, ensemble_mlp, mlp, signature_config
 
 
 def _flat_size(shape: int | tuple | list, name: str) -> int:
@@ -16,7 +16,8 @@ def _flat_size(shape: int | tuple | list, name: str) -> int:
         return shape
     if isinstance(shape, (tuple, list)) and len(shape) == 1 and int(shape[0]) > 0:
         return int(shape[0])
-    raise ValueError(f"{name} must be a positive int or a 1-element list for vector inputs, got {shape!r}")
+    images = ' (or [C, H, W] for images)' if name == 'obs_shape' else ''
+    raise ValueError(f"{name} must be a positive int or a 1-element list for vector inputs{images}, got {shape!r}")
 
 
 class _QAC(nn.Module):
@@ -35,6 +36,36 @@ class _QAC(nn.Module):
 
     def _q_out(self, q: Tensor) -> Tensor:
         return q if self.twin_critic else q[0]
+
+    def _encoders(self, obs_shape: Any, sizes: list[int] | None, share: bool,
+                  activation: str) -> tuple[int, nn.Module | None, nn.Module | None]:
+        """``(feature size the heads take, actor encoder, critic encoder)``: images ``[C, H, W]`` always get conv
+        encoders (DI-engine's ``[32, 64, 64, 128]`` when ``sizes`` is None), vectors FC ones only with ``sizes``.
+        ``share``: one encoder, the critics'; the actor reads its features without gradient."""
+        image = isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3
+        layout = [int(s) for s in obs_shape] if image else _flat_size(obs_shape, 'obs_shape')
+        sizes = list(sizes) if sizes else ([32, 64, 64, 128] if image else None)
+        self.share_encoder = bool(share and sizes)
+        if sizes is None:
+            return layout, None, None
+        make = (lambda: ConvEncoder(layout, sizes, activation)) if image else \
+            (lambda: FCEncoder(layout, sizes, activation))
+        return sizes[-1], None if self.share_encoder else make(), make()
+
+    def _actor_input(self, obs: Tensor) -> Tensor:
+        return self.critic.encoder(obs).detach() if self.share_encoder else obs
+
+
+class EncodedCritic(nn.Module):
+    """The critics behind one observation encoder: ``ensemble(encoder(obs) [+ action])`` -> ``[E, B, out]``."""
+
+    def __init__(self, encoder: nn.Module, ensemble: nn.Module) -> None:
+        super().__init__()
+        self.encoder, self.ensemble = encoder, ensemble
+
+    def forward(self, obs: Tensor, action: Tensor | None = None) -> Tensor:
+        features = self.encoder(obs)
+        return self.ensemble(features if action is None else torch.cat([features, action], dim=-1))
 
 
 @MODEL_REGISTRY.register('continuous_qac')
@@ -58,29 +89,36 @@ class ContinuousQAC(_QAC):
             activation: str = 'relu',             # relu, tanh, elu, gelu, silu or leaky_relu
             log_sigma_min: float = -20.0,         # lower clamp of the actor's log standard deviation
             log_sigma_max: float = 2.0,           # upper clamp of the actor's log standard deviation
+            encoder_hidden_size_list: list | None = None,  # conv channels + features (images), FC widths (vectors)
+            share_encoder: bool = False,          # one encoder, the critics'; the actor reads it without gradient
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
             raise ValueError(f"ContinuousQAC supports action_space='reparameterization', got {action_space!r}")
-        obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
+        self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
+        feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
+                                                                activation)
         self.actor = nn.Sequential(
-            mlp(obs_size, actor_head_hidden_size, actor_head_layer_num, activation),
+            *([actor_encoder] if actor_encoder is not None else []),
+            mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
             ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
         )
-        self.critic = ensemble_mlp(2 if twin_critic else 1, obs_size + self.action_size, critic_head_hidden_size,
-                                   critic_head_layer_num, 1, activation)
+        ensemble = ensemble_mlp(2 if twin_critic else 1, feature + self.action_size, critic_head_hidden_size,
+                                critic_head_layer_num, 1, activation)
+        self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
 
     def compute_actor(self, obs: Tensor) -> dict[str, list[Tensor]]:
-        mu, sigma = self.actor(obs)
+        mu, sigma = self.actor(self._actor_input(obs))
         return {'logit': [mu, sigma]}
 
     def compute_critic(self, inputs: dict[str, Tensor]) -> dict[str, Tensor]:
-        action = inputs['action']
+        obs, action = inputs['obs'], inputs['action']
         if action.dim() == 1:
             action = action.unsqueeze(-1)
-        q = self.critic(torch.cat([inputs['obs'], action], dim=-1)).squeeze(-1)  # [E, B]
-        return {'q_value': self._q_out(q)}
+        q = self.critic(obs, action) if isinstance(self.critic, EncodedCritic) else \
+            self.critic(torch.cat([obs, action], dim=-1))
+        return {'q_value': self._q_out(q.squeeze(-1))}  # [E, B]
 
 
 @MODEL_REGISTRY.register('discrete_qac')
@@ -103,19 +141,25 @@ class DiscreteQAC(_QAC):
             activation: str = 'relu',                    # relu, tanh, elu, gelu, silu or leaky_relu
             agent_obs_shape: int | list | None = None,   # DI-engine's name of obs_shape (one agent)
             global_obs_shape: int | list | None = None,  # DI-engine's key; must equal obs_shape (one agent)
+            encoder_hidden_size_list: list | None = None,  # conv channels + features (images), FC widths (vectors)
+            share_encoder: bool = False,                 # one encoder, the critics'; the actor reads it, no gradient
     ) -> None:
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
-        obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
+        self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
-        self.actor = nn.Sequential(mlp(obs_size, actor_head_hidden_size, actor_head_layer_num, activation),
+        feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
+                                                                activation)
+        self.actor = nn.Sequential(*([actor_encoder] if actor_encoder is not None else []),
+                                   mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
                                    nn.Linear(actor_head_hidden_size, self.action_size))
-        self.critic = ensemble_mlp(2 if twin_critic else 1, obs_size, critic_head_hidden_size, critic_head_layer_num,
-                                   self.action_size, activation)
+        ensemble = ensemble_mlp(2 if twin_critic else 1, feature, critic_head_hidden_size, critic_head_layer_num,
+                                self.action_size, activation)
+        self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
 
     def compute_actor(self, inputs: Any) -> dict[str, Tensor]:
         obs, mask = unpack_obs(inputs)
-        output = {'logit': self.actor(obs)}
+        output = {'logit': self.actor(self._actor_input(obs))}
         if mask is not None:
             output['action_mask'] = mask
         return output

@@ -72,7 +72,8 @@ def test_discrete_shapes():
 
 
 def test_bad_shapes_are_clear():
-    with pytest.raises(ValueError, match='obs_shape must be a positive int'):
-        ContinuousQAC(obs_shape=[3, 84, 84], action_shape=1)
+    with pytest.raises(ValueError, match=r'obs_shape must be a positive int or a 1-element list for vector inputs '
+                                         r'\(or \[C, H, W\] for images\), got \[4, 5\]'):
+        ContinuousQAC(obs_shape=[4, 5], action_shape=1)
     with pytest.raises(ValueError, match="action_space='reparameterization'"):
         ContinuousQAC(3, 1, action_space='regression')

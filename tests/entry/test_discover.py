@@ -72,7 +72,7 @@ def test_zoo_lists_the_configs_with_their_expected_results(capsys):
     rows = {row['config']: row for row in zoo_configs()}
     assert rows['pendulum_sac_config.py']['policy'] == 'sac' and rows['pendulum_sac_config.py']['stop_value'] == '-250'
     assert rows['pendulum_sac_config.py']['expected'].startswith('-250 at 32k')
-    assert rows['cartpole_discrete_sac_config.py']['env'] == 'cartpole'
+    assert rows['cartpole_discrete_sac_config.py']['env'] == 'cartpole CartPole-v1'
     assert all(row['expected'] != '-' for row in rows.values())  # every zoo config states what to expect
     assert main(['zoo']) == 0
     out = capsys.readouterr().out
