@@ -6,6 +6,7 @@ import importlib.util
 import os
 import pprint
 import re
+import sys
 import time
 import traceback
 import uuid
@@ -93,6 +94,8 @@ def read_config(path: str) -> tuple[EasyDict, EasyDict]:
         raise FileNotFoundError(f"config file not found: {path}")
     if not path.endswith('.py'):
         raise ConfigError(f"config file must be a .py file exposing main_config and create_config, got {path}")
+    if os.path.dirname(path) not in sys.path:  # the config's import_names may name modules beside it
+        sys.path.append(os.path.dirname(path))
     spec = importlib.util.spec_from_file_location(f'_ding_lite_cfg_{uuid.uuid4().hex}', path)
     module = importlib.util.module_from_spec(spec)
     try:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from typing import Any, Iterable
 
 PLUGIN_GROUP = 'ding_lite.plugins'
@@ -40,6 +41,21 @@ def did_you_mean(name: str, choices: Iterable[str], prefix: str = '') -> str:
     return f" did you mean {prefix + close!r}?" if close else ''
 
 
+def _same_definition(old: Any, new: Any) -> bool:
+    """``new`` is ``old`` defined again: the same object, or the same name from the same source file (a module run
+    as a script and imported by ``import_names``, or a notebook cell run twice)."""
+    if old is new:
+        return True
+    if getattr(old, '__qualname__', None) != getattr(new, '__qualname__', object()):
+        return False
+    if getattr(old, '__module__', None) == getattr(new, '__module__', object()):
+        return True
+    try:
+        return inspect.getfile(old) == inspect.getfile(new)
+    except TypeError:  # defined where there is no source file (a notebook's __main__)
+        return False
+
+
 class Registry:
     """A name -> class (or function) table filled by ``@REGISTRY.register(name)``.
 
@@ -55,7 +71,7 @@ class Registry:
         """Register ``obj`` under ``name``; without ``obj``, return a decorator."""
         if obj is None:
             return lambda target: self.register(name, target, force_overwrite)
-        if name in self._table and self._table[name] is not obj and not force_overwrite:
+        if name in self._table and not force_overwrite and not _same_definition(self._table[name], obj):
             raise KeyError(
                 f"{self.kind} {name!r} is already registered ({self._table[name]!r}); "
                 f"pass force_overwrite=True to replace it"

@@ -98,3 +98,23 @@ def test_registry_without_a_kind_as_di_engine():
 def test_sac_discrete_is_an_alias_of_discrete_sac():
     from policy_zoo import DiscreteSACPolicy
     assert POLICY_REGISTRY.get('sac_discrete') is DiscreteSACPolicy
+
+
+def test_a_class_defined_again_re_registers_but_another_one_under_its_name_does_not():
+    registry = Registry('thing')
+
+    def define():
+        class Thing:
+            pass
+        return Thing
+
+    first, again = define(), define()
+    registry.register('thing', first)
+    registry.register('thing', again)  # the same definition run twice (a script imported, a notebook cell)
+    assert registry.get('thing') is again
+
+    class Other:
+        pass
+
+    with pytest.raises(KeyError, match="thing 'thing' is already registered"):
+        registry.register('thing', Other)
