@@ -1,42 +1,19 @@
-"""SAC on Walker2d-v5 (the ``mujoco`` extra, or ``envpool`` with ``env_manager=dict(type='envpool')``), with DI-engine's
-MuJoCo SAC hyperparameters: one env, one learn step per env step, hidden 256.
+"""SAC on Walker2d-v5 (the ``mujoco`` extra, or ``envpool``): the HalfCheetah config's DI-engine MuJoCo SAC
+hyperparameters (one env, one learn step per env step, hidden 256) with Walker2d's spaces.
 
 Expected: EXPECTED_walker2d
 """
-from easydict import EasyDict
+import copy
 
-walker2d_sac_config = dict(
-    exp_name='walker2d_sac_seed0',
-    env=dict(
-        env_id='Walker2d-v5',
-        collector_env_num=1,
-        evaluator_env_num=5,
-        n_evaluator_episode=5,
-        stop_value=6000,
-    ),
-    policy=dict(
-        random_collect_size=10000,
-        model=dict(obs_shape=17, action_shape=6, twin_critic=True, actor_head_hidden_size=256,
-                   critic_head_hidden_size=256),
-        learn=dict(
-            update_per_collect=1,
-            batch_size=256,
-            learning_rate_q=1e-3,
-            learning_rate_policy=1e-3,
-            learning_rate_alpha=3e-4,
-        ),
-        collect=dict(n_sample=1),
-        eval=dict(evaluator=dict(eval_freq=10000)),  # train iterations (= env steps here)
-        other=dict(replay_buffer=dict(replay_buffer_size=int(1e6))),
-    ),
-)
-main_config = EasyDict(walker2d_sac_config)
+from dizoo_configs.halfcheetah_sac_config import create_config as halfcheetah_create_config
+from dizoo_configs.halfcheetah_sac_config import main_config as halfcheetah_main_config
 
-create_config = EasyDict(dict(
-    env=dict(type='mujoco'),
-    env_manager=dict(type='base'),
-    policy=dict(type='sac'),
-))
+main_config = copy.deepcopy(halfcheetah_main_config)
+main_config.exp_name = 'walker2d_sac_seed0'
+main_config.env.update(env_id='Walker2d-v5', stop_value=6000)
+main_config.policy.model.update(obs_shape=17, action_shape=6)
+
+create_config = copy.deepcopy(halfcheetah_create_config)
 
 if __name__ == '__main__':
     # or: ding_lite -m serial -c dizoo_configs/walker2d_sac_config.py -s 0
