@@ -1,9 +1,9 @@
 """Measure zoo configs: per seed, the best and last evaluation return, when the stop value was reached, wall time.
 
-Run: ``python -m tests.benchmark.bench_zoo CONFIG [CONFIG ...] --env-steps N [--seeds 0 1 2] [--out results.jsonl]``
-(CONFIG: a name in ``dizoo_configs/`` such as ``hopper_sac_config``). Each run is a fresh subprocess writing under
-a temporary folder; one JSON line per run goes to ``--out`` (appended) and the console. These are the figures in
-the configs' ``Expected:`` paragraphs and the README's zoo table.
+Run: ``python -m tests.benchmark.bench_zoo [CONFIG ...] [--env-steps N] [--seeds 0 1 2] [--out results.jsonl]``
+(CONFIG: a name in ``dizoo_configs/`` such as ``hopper_sac_config``; default: Pendulum for 40k env steps). Each
+run is a fresh subprocess writing under a temporary folder; one JSON line per run goes to ``--out`` (appended) and
+the console. These are the figures in the configs' ``Expected:`` paragraphs and the README's zoo table.
 """
 from __future__ import annotations
 
@@ -57,11 +57,11 @@ def run(configs: list[str], seeds: list[int], env_steps: int, out: str | None) -
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
-    parser.add_argument('configs', nargs='*')
+    parser.add_argument('configs', nargs='*', default=['pendulum_sac_config'])
     parser.add_argument('--child', default=None)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--seeds', type=int, nargs='+', default=[0])
-    parser.add_argument('--env-steps', type=int, required=True)
+    parser.add_argument('--env-steps', type=int, default=40_000)
     parser.add_argument('--out', default=None)
     args = parser.parse_args()
     if args.child:
