@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
+from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_REGISTRY
 from .base_env import BaseEnv, BaseEnvTimestep
 
@@ -130,10 +131,10 @@ class GymnasiumEnv(BaseEnv):
         return reward
 
     def _action(self, action: Any) -> Any:
-        if hasattr(action, 'numpy'):  # a torch tensor
-            action = action.detach().cpu().numpy()
+        action = to_ndarray(action)
         if self._box:
-            action = np.asarray(action, dtype=self._act_dtype).reshape(self._act_shape)
+            if type(action) is not np.ndarray or action.dtype != self._act_dtype or action.shape != self._act_shape:
+                action = np.asarray(action, dtype=self._act_dtype).reshape(self._act_shape)
             return scale_action(action, self._low, self._half_range) if self._scale else action
         if isinstance(self._env.action_space, gym.spaces.Discrete):
             action = np.asarray(action)

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
-import torch
 
+from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from .base_env import BaseEnv, BaseEnvTimestep
 from .env_manager import BaseEnvManager
@@ -231,7 +231,7 @@ class SubprocessEnvManager(BaseEnvManager):
 
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         # numpy, not tensors, through the pipe: pickling a tensor moves it into shared memory (milliseconds)
-        requests = {i: ('step', a.numpy(force=True) if isinstance(a, torch.Tensor) else a) for i, a in actions.items()}
+        requests = {i: ('step', to_ndarray(a)) for i, a in actions.items()}
         replies = self._request(requests, self._cfg.step_timeout)
         timesteps = {}
         for env_id in actions:

@@ -40,6 +40,11 @@ def to_tensor(value: Any, path: str = 'data') -> Tensor:
     return tensor.to(torch.get_default_dtype()) if tensor.dtype == torch.float64 else tensor
 
 
+def to_ndarray(value: Any) -> Any:
+    """A tensor as a numpy array (a view for a CPU tensor); anything else as it is."""
+    return value.numpy(force=True) if isinstance(value, Tensor) else value
+
+
 def to_scalar(value: Any, what: str) -> float | int | bool:
     """A one-element value (Python number, 0-d or shape-(1,) array or tensor) as a Python number.
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ..data.collate import to_scalar
+from ..data.collate import to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
@@ -65,17 +65,19 @@ class _SerialCollector:
         output = self._policy.forward(obs, **(policy_kwargs or {}))
         self._obs_pool.update(obs)
         self._output_pool.update(output)
-        timesteps = self._env.step({i: out['action'] for i, out in output.items()})
+        # envs get numpy actions, as DI-engine's collector hands them out (and a row's .numpy() is a view)
+        timesteps = self._env.step({i: to_ndarray(out['action']) for i, out in output.items()})
         obs, output, steps = self._obs_pool, self._output_pool, []
         for env_id, timestep in timesteps.items():
-            if timestep.info.get('abnormal'):  # the env was restarted: drop the broken episode, store nothing
+            info = timestep.info
+            if info.get('abnormal'):  # the env was restarted: drop the broken episode, store nothing
                 self.env_restarts += 1
                 self._end_episode(env_id)
                 continue
             reward = float(to_scalar(timestep.reward, f"env {env_id}'s reward"))
             done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
-            terminated = done and not bool(timestep.info.get('TimeLimit.truncated', False))
+            terminated = done and not info.get('TimeLimit.truncated', False)
             transition = self._policy.process_transition(obs[env_id], output[env_id],
                                                          timestep._replace(reward=reward, done=terminated))
             self._return[env_id] += reward

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 from easydict import EasyDict
 
-from ..data.collate import to_scalar
+from ..data.collate import to_ndarray, to_scalar
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
@@ -74,7 +74,8 @@ class InteractionSerialEvaluator:
             if not obs:
                 raise RuntimeError('evaluator envs stopped before the requested episodes finished')
             output = self._policy.forward(obs)
-            for env_id, timestep in self._env.step({i: out['action'] for i, out in output.items()}).items():
+            timesteps = self._env.step({i: to_ndarray(out['action']) for i, out in output.items()})
+            for env_id, timestep in timesteps.items():
                 if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
                     self._policy.reset([env_id])
                     broken += 1

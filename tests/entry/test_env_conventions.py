@@ -47,7 +47,11 @@ class _Pendulum(BaseEnv):
 
 
 class DIEngineStyleEnv(_Pendulum):
-    """As every DI-engine env: ``np.array([r])`` rewards and returns, and a numpy bool done."""
+    """As every DI-engine env: ``np.array([r])`` rewards and returns, a numpy bool done, and numpy actions assumed
+    (DI-engine's MuJoCo env calls ``action.astype('float32')``)."""
+
+    def step(self, action: np.ndarray) -> BaseEnvTimestep:
+        return super().step(action.astype('float32'))
 
     def _report(self, value: float) -> np.ndarray:
         return np.array([value], dtype=np.float32)
