@@ -2,7 +2,7 @@
 hyperparameters (one env, one learn step per env step, hidden 256) with Hopper's spaces.
 
 Expected: best evaluation 2849 (at 90k env steps) at a budget of 100k env steps, seed 0 only (what 2 CPU cores allow:
-about 15 minutes at one learn step per env step; MuJoCo SAC is usually quoted at 1-3M steps, so this is a check that
+10 minutes at one learn step per env step; MuJoCo SAC is usually quoted at 1-3M steps, so this is a check that
 it learns, not a final score) (``python -m tests.benchmark.bench_zoo hopper_sac_config --env-steps 100000``, or
 ``ding_lite -m serial -c dizoo_configs/hopper_sac_config.py -s N``).
 """

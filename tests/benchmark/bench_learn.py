@@ -1,9 +1,9 @@
 """SAC learn-step throughput: ``SACPolicy.learn_mode.forward`` against a bare PyTorch SAC update.
 
-Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile]``. Same sizes, same process, interleaved
-rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports updates/s and the
-framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer
-lives on the GPU too, and each timing window ends with a synchronize.
+Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N]``. Same sizes, same
+process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
+updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
+on the GPU too, and each timing window ends with a synchronize.
 """
 from __future__ import annotations
 
@@ -78,5 +78,8 @@ if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--no-compile', action='store_true', help='skip the compiled step (compiling takes a while)')
+    parser.add_argument('--threads', type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     run(device=args.device, compile=not args.no_compile)
