@@ -22,12 +22,12 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.config import ConfigError
-from ding_lite.data.collate import default_collate, flatten_batch
+from ding_lite.data.collate import batch_len, flatten_batch
 from ding_lite.registry import import_names
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, create_serial_collector
 from policy_zoo import Policy
-from .utils import build_env_manager, random_collect
+from .utils import build_env_manager, collect_batch, random_collect
 
 NAMESPACE = 'ding_lite'  # of the actors' Ray names (see ``actor_name``)
 Weights = dict[str, np.ndarray]  # a model's state_dict as numpy arrays: read from Ray's object store without a copy
@@ -77,9 +77,9 @@ class CollectorWorker:
             samples = random_collect(self._collector, self._policy.collect_mode, n_sample, self._env.action_space,
                                      self._seed)
         else:
-            samples = self._collector.collect(n_sample)
-        batch = {path: value.numpy() for path, value in flatten_batch(default_collate(samples)).items()}
-        return {'batch': batch, 'count': len(samples), 'episodes': self._collector.pop_episodes(),
+            samples = collect_batch(self._collector, n_sample)
+        batch = {path: value.numpy() for path, value in flatten_batch(samples).items()}
+        return {'batch': batch, 'count': batch_len(samples), 'episodes': self._collector.pop_episodes(),
                 'env_restarts': self._collector.env_restarts - restarts, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
-from .utils import build_envs, check_spaces, compile_run, learner_threads, random_collect
+from .utils import build_envs, check_spaces, collect_batch, compile_run, learner_threads, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -152,7 +152,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
                     bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
                     if stop:
                         break
-                run.buffer.push(collector.collect(cfg.policy.collect.n_sample, train_iter=learner.train_iter))
+                run.buffer.push(collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
                 if after_collect is not None:
                     after_collect()
                 bar.update(collector.envstep - bar.n)

@@ -14,7 +14,7 @@ from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy, create_policy
 from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
-from .utils import build_envs, compile_input, compile_run, expert_mode, learner_threads
+from .utils import build_envs, collect_batch, compile_input, compile_run, expert_mode, learner_threads
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
@@ -70,5 +70,5 @@ def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Modu
     run.learner.attach('expert_collector', collector)
     run.learner.attach('expert_buffer', demos, buffer=True)
     if cfg.policy.get('expert_random_collect_size') and resume_path is None:
-        demos.push(collector.collect(cfg.policy.expert_random_collect_size))
-    return demos, lambda: demos.push(collector.collect(cfg.policy.collect.n_sample))
+        demos.push(collect_batch(collector, cfg.policy.expert_random_collect_size))
+    return demos, lambda: demos.push(collect_batch(collector, cfg.policy.collect.n_sample))

@@ -9,10 +9,12 @@ from types import SimpleNamespace
 from typing import Any, Iterator
 
 import gymnasium as gym
+import numpy as np
 import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.data.collate import batch_len, default_collate
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
@@ -140,18 +142,33 @@ class RandomCollectPolicy:
         self.cfg = policy.cfg
         self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
 
+        self.plain_transition_keys = getattr(policy, 'plain_transition_keys', None)
+
     def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:
         return {env_id: {'action': torch.as_tensor(self._space.sample())} for env_id in data}
+
+    def forward_batch(self, obs: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
+        """A random action per row, drawn as ``forward`` draws them (env order)."""
+        return {'action': torch.as_tensor(np.stack([self._space.sample() for _ in range(batch_len(obs))]))}
 
     def reset(self, data_id: list[int] | None = None) -> None:
         pass
 
 
+def collect_batch(collector: Any, n_sample: int, train_iter: int = 0) -> dict[str, Any]:
+    """At least ``n_sample`` training samples as one batch for ``ReplayBuffer.push``: the collector's columnar
+    ``collect_batch`` where it has one (a user's registered collector may offer only ``collect``)."""
+    if hasattr(collector, 'collect_batch'):
+        return collector.collect_batch(n_sample, train_iter=train_iter)
+    return default_collate(collector.collect(n_sample, train_iter=train_iter), as_batch=False)
+
+
 def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: int, action_space: gym.Space,
-                   seed: int) -> list[Any]:
-    """At least ``n_sample`` training samples from uniform random actions (the warm-up before learning)."""
+                   seed: int) -> dict[str, Any]:
+    """At least ``n_sample`` training samples (one batch) from uniform random actions (the warm-up before
+    learning)."""
     collector.reset_policy(RandomCollectPolicy(collect_policy, action_space, seed))
-    samples = collector.collect(n_sample=n_sample, train_iter=0)
+    samples = collect_batch(collector, n_sample)
     collector.reset_policy(collect_policy)
     return samples
 
@@ -159,8 +176,11 @@ def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: in
 def expert_mode(policy: Policy, deterministic: bool = True) -> SimpleNamespace:
     """A collect mode that acts as an expert: greedy / deterministic (the eval mode's actions), or, without
     ``deterministic``, sampled from the policy's own distribution with no exploration schedule (eps 0)."""
-    collect = policy.collect_mode
+    collect, evaluate = policy.collect_mode, policy.eval_mode
     if deterministic:
-        return SimpleNamespace(**dict(vars(collect), forward=policy.eval_mode.forward, reset=policy.eval_mode.reset))
+        return SimpleNamespace(**dict(vars(collect), forward=evaluate.forward, forward_batch=evaluate.forward_batch,
+                                      reset=evaluate.reset))
     kwargs = type(policy).plain_sample_kwargs
-    return SimpleNamespace(**dict(vars(collect), forward=lambda data, **kw: collect.forward(data, **{**kw, **kwargs})))
+    batch = collect.forward_batch and (lambda obs, **kw: collect.forward_batch(obs, **{**kw, **kwargs}))
+    return SimpleNamespace(**dict(vars(collect), forward=lambda data, **kw: collect.forward(data, **{**kw, **kwargs}),
+                                  forward_batch=batch))

@@ -1,12 +1,12 @@
 """Environments: BaseEnv, the gymnasium adapter and env managers."""
 from __future__ import annotations
 
-from .base_env import BaseEnv, BaseEnvTimestep
+from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .env_manager import BaseEnvManager, create_env_manager, get_vec_env_setting
 from .subprocess_env_manager import SubprocessEnvManager
 from .envpool_env_manager import EnvPoolEnvManager
 from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 
-__all__ = ['BaseEnv', 'BaseEnvTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'LunarLanderEnv',
+__all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'LunarLanderEnv',
            'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager', 'EnvPoolEnvManager',
            'create_env_manager', 'get_vec_env_setting']

@@ -4,6 +4,7 @@ from __future__ import annotations
 import abc
 from typing import Any, NamedTuple
 
+import numpy as np
 from easydict import EasyDict
 
 from ding_lite.utils.default_config import class_default_config
@@ -16,6 +17,22 @@ class BaseEnvTimestep(NamedTuple):
     reward: Any
     done: bool
     info: dict
+
+
+class BaseEnvBatchTimestep(NamedTuple):
+    """One step of several envs as columns, a row per env in ``env_id`` order (an env manager's ``step_batch``).
+
+    ``obs`` is the observation after the step (an ended episode's last one), ``reward`` float64, ``done`` the
+    episode ended, ``terminated`` it ended other than by a time limit. Envs whose step broke off (restarted after a
+    crash) have no row: ``restarted`` names them.
+    """
+
+    env_id: list[int]
+    obs: np.ndarray
+    reward: np.ndarray
+    done: np.ndarray
+    terminated: np.ndarray
+    restarted: list[int]
 
 
 class BaseEnv(abc.ABC):

@@ -10,10 +10,11 @@ import numpy as np
 import torch
 from easydict import EasyDict
 
+from ding_lite.data.collate import to_scalar
 from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from ding_lite.utils.checkpoint import to_safe
 from ding_lite.utils.default_config import class_default_config, with_defaults
-from .base_env import BaseEnv, BaseEnvTimestep
+from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class BaseEnvManager:
         auto_reset=True,           # reset an env as soon as its episode ends
         max_retry=1,               # re-create and retry an env whose reset raises, this many times
     )
+    asynchronous = False  # step returns exactly the envs it was given (an async manager: others that finished)
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -161,6 +163,35 @@ class BaseEnvManager:
                 del self._ready_obs[env_id]
         return timesteps
 
+    def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
+        """The ready envs' ids and their observations stacked into one array, or None where observations are not
+        one array each (dicts, say)."""
+        first = next(iter(self._ready_obs.values()), None)
+        if type(first) is not np.ndarray or first.dtype == object:
+            return None
+        return list(self._ready_obs), np.array(list(self._ready_obs.values()))
+
+    def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
+        """``step`` with row k of ``actions`` for env ``env_ids[k]``, its result as columns in that order."""
+        timesteps = self.step(dict(zip(env_ids, actions)))
+        if len(timesteps) != len(env_ids):
+            raise RuntimeError(f"{type(self).__name__} stepped envs {sorted(timesteps)} for actions to "
+                               f"{sorted(env_ids)}: step_batch needs every given env back")
+        steps = [timesteps[i] for i in env_ids]
+        done = _scalar_column([t.done for t in steps], bool, 'done', env_ids)
+        ended = np.flatnonzero(done).tolist() if done.any() else []
+        restarted = [env_ids[k] for k in ended if steps[k].info.get('abnormal')]
+        if restarted:  # no rows for them
+            rows = [k for k, i in enumerate(env_ids) if i not in restarted]
+            env_ids, steps, done = [env_ids[k] for k in rows], [steps[k] for k in rows], done[rows]
+            ended = np.flatnonzero(done).tolist()
+        terminated = done.copy() if ended else done
+        for k in ended:
+            terminated[k] = not steps[k].info.get('TimeLimit.truncated', False)
+        reward = _scalar_column([t.reward for t in steps], np.float64, 'reward', env_ids)
+        obs = np.array([t.obs for t in steps]) if steps else np.empty((0,))
+        return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted)
+
     @property
     def done(self) -> bool:
         return all(count >= self._cfg.episode_num for count in self._episode_count)
@@ -228,6 +259,17 @@ class BaseEnvManager:
         """An env of this manager's kind, for its spaces and id."""
         self._env_create()
         return self._envs[0]
+
+
+def _scalar_column(values: list[Any], dtype: Any, what: str, env_ids: list[int]) -> np.ndarray:
+    """One env's number per row (Python or 0-d values in one call; shape-(1,) arrays, DI-engine's, one by one)."""
+    try:
+        column = np.array(values, dtype=dtype)
+    except (TypeError, ValueError):
+        column = None
+    if column is None or column.shape != (len(values),):
+        column = np.array([to_scalar(v, f"env {i}'s {what}") for i, v in zip(env_ids, values)], dtype=dtype)
+    return column
 
 
 def _recording(env_fn: Callable[[], BaseEnv], replay_path: str) -> BaseEnv:

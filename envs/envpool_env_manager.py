@@ -11,8 +11,8 @@ from easydict import EasyDict
 
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
-from .base_env import BaseEnv, BaseEnvTimestep
-from .gymnasium_env import GymnasiumEnv, scale_action
+from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
+from .gymnasium_env import ActionScaler, GymnasiumEnv
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,9 @@ class EnvPoolEnvManager:
         self._episode_count = np.zeros(self.env_num, dtype=np.int64)
         self._return = np.zeros(self.env_num)
         self._reward_fn = self._reward_transform()
+        self._scaler: ActionScaler | None = None
+        self._all_ids = list(range(self.env_num))
+        self._ready_batch: tuple[list[int], np.ndarray] | None = None  # ready_obs as one array (sync mode)
 
     # ---- the pool ----
     def _make(self) -> Any:
@@ -90,6 +93,11 @@ class EnvPoolEnvManager:
     def _sync(self) -> bool:
         return not (self._async and self._dynamic_seed)
 
+    @property
+    def asynchronous(self) -> bool:
+        """Whether a step returns other envs than it was given (async mode, outside evaluation)."""
+        return not self._sync
+
     # ---- the interface ----
     def launch(self, reset_param: dict | None = None) -> None:
         self.reset(reset_param)
@@ -108,7 +116,8 @@ class EnvPoolEnvManager:
         self._return[:] = 0.0
         if self._sync:
             obs, _ = self._pool.reset()
-            self._ready_obs = dict(enumerate(self._obs(obs)))
+            obs = self._obs(obs)
+            self._ready_obs, self._ready_batch = dict(enumerate(obs)), (list(self._all_ids), obs)
         else:
             self._pool.async_reset()
             self._ready_obs = {}
@@ -120,10 +129,7 @@ class EnvPoolEnvManager:
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         """Step the given envs; see the class docstring for which envs return (sync: those given)."""
-        for env_id in actions:
-            if env_id not in self._ready_obs:
-                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is "
-                                 f"in flight)")
+        self._check_ready(actions)
         if self._sync:
             return self._step_sync(actions)
         ids = np.fromiter(actions, dtype=np.int32, count=len(actions))
@@ -133,24 +139,70 @@ class EnvPoolEnvManager:
         return self._receive()
 
     def _step_sync(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
-        """All envs step (those not given an action take a zero one and are not reported: an evaluation's
-        finished envs); ended episodes are reset at once."""
-        batch = [actions[i] if i in actions else None for i in range(self.env_num)]
-        template = next(a for a in batch if a is not None)
-        batch = [a if a is not None else np.zeros_like(np.asarray(template)) for a in batch]
-        obs, reward, terminated, truncated, _ = self._pool.step(self._actions(batch))
-        timesteps = self._timesteps(np.arange(self.env_num), self._obs(obs), reward, terminated, truncated)
-        ended = [i for i, t in timesteps.items() if t.done]
-        for i, timestep in timesteps.items():
-            if not timestep.done:
-                self._ready_obs[i] = timestep.obs
+        """``step_batch`` as per-env timesteps with their infos."""
+        ids = list(actions)
+        step, returns = self._advance(ids, self._actions(list(actions.values())))
+        timesteps = {}
+        for k, env_id in enumerate(ids):
+            info = {'TimeLimit.truncated': bool(step.done[k] and not step.terminated[k])}
+            if env_id in returns:
+                info['eval_episode_return'] = returns[env_id]
+            timesteps[env_id] = BaseEnvTimestep(step.obs[k], np.float32(step.reward[k]), bool(step.done[k]), info)
+        return timesteps
+
+    def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
+        """The ready envs' ids and observations as one array (sync mode; async: None)."""
+        if not self._sync:
+            return None
+        if self._ready_batch is None:
+            self._ready_batch = list(self._ready_obs), np.array(list(self._ready_obs.values()))
+        return self._ready_batch
+
+    def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
+        """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns (sync
+        mode)."""
+        if not self._sync:
+            raise RuntimeError("step_batch needs the envpool manager in sync mode (batch_size None or the env count)")
+        self._check_ready(env_ids)
+        return self._advance(env_ids, self._actions(actions))[0]
+
+    def _advance(self, env_ids: list[int], actions: np.ndarray) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
+        """Every env steps (those not in ``env_ids`` with a zero action, unreported: an evaluation's finished
+        envs) with ``actions`` in the env's space; ended episodes reset at once. Returns the given envs' columns and
+        the returns of the episodes that ended."""
+        if env_ids != self._all_ids:
+            full = np.zeros((self.env_num,) + actions.shape[1:], actions.dtype)
+            full[env_ids] = actions
+            actions = full
+        obs, reward, terminated, truncated, _ = self._pool.step(actions)
+        obs, done = self._obs(obs), terminated | truncated
+        self._return += reward
+        ended = np.flatnonzero(done).tolist() if done.any() else []
+        returns = {i: float(self._return[i]) for i in ended}
+        self._return[ended] = 0.0
+        self._episode_count[ended] += 1
         restart = [i for i in ended if self._episode_count[i] < self._cfg.episode_num]
-        for i in set(ended) - set(restart):
-            self._ready_obs.pop(i, None)
+        ready = obs
         if restart:
             reset_obs, _ = self._pool.reset(np.asarray(restart, dtype=np.int32))
-            self._ready_obs.update(zip(restart, self._obs(reset_obs)))
-        return {i: t for i, t in timesteps.items() if i in actions}
+            ready = obs.copy()
+            ready[restart] = self._obs(reset_obs)
+        stay = [i for i in self._ready_obs if i not in ended or i in restart]
+        self._ready_obs = dict(zip(stay, ready[stay] if len(stay) != self.env_num else ready))
+        self._ready_batch = (stay, ready if len(stay) == self.env_num else ready[stay])
+        if self._reward_fn is not None:
+            reward = np.array([self._reward_fn(r) for r in reward.tolist()])
+        rows = env_ids if env_ids != self._all_ids else slice(None)
+        step = BaseEnvBatchTimestep(list(env_ids), obs[rows], reward[rows].astype(np.float64), done[rows],
+                                    terminated[rows], [])
+        given = set(env_ids) if returns else ()
+        return step, {i: r for i, r in returns.items() if i in given}
+
+    def _check_ready(self, env_ids: Any) -> None:
+        for env_id in env_ids:
+            if env_id not in self._ready_obs:
+                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is "
+                                 f"in flight)")
 
     def _receive(self) -> dict[int, BaseEnvTimestep]:
         """Async batches until an env is ready: envs back from a reset become ready; the others' steps are
@@ -193,15 +245,19 @@ class EnvPoolEnvManager:
             timesteps[env_id] = BaseEnvTimestep(obs[k], np.float32(step_reward), bool(done[k]), info)
         return timesteps
 
-    def _actions(self, actions: list[Any]) -> np.ndarray:
-        """The policy's actions as one array in the env's own action space (Box actions scaled from [-1, 1])."""
-        rows = [a.detach().cpu().numpy() if hasattr(a, 'numpy') else np.asarray(a) for a in actions]
+    def _actions(self, actions: list[Any] | np.ndarray) -> np.ndarray:
+        """The policy's actions (a list of per-env ones, or one array) as one array in the env's own action space
+        (Box actions scaled from [-1, 1])."""
+        if not isinstance(actions, np.ndarray):
+            actions = np.asarray([a.detach().cpu().numpy() if hasattr(a, 'numpy') else np.asarray(a) for a in actions])
         space = self._pool.action_space
         if isinstance(space, gym.spaces.Discrete):
-            return np.asarray(rows, dtype=np.int32).reshape(len(rows))
-        batch = np.asarray(rows, dtype=space.dtype).reshape((len(rows),) + space.shape)
+            return actions.astype(np.int32).reshape(len(actions))
+        batch = actions.astype(space.dtype, copy=False).reshape((len(actions),) + space.shape)
         if self._env_cfg.get('act_scale', True):
-            batch = scale_action(batch, space.low, 0.5 * (space.high - space.low)).astype(space.dtype)
+            if self._scaler is None:
+                self._scaler = ActionScaler(space)
+            batch = self._scaler(batch).astype(space.dtype, copy=False)
         return batch
 
     def _spec_action(self) -> np.ndarray:
@@ -220,7 +276,7 @@ class EnvPoolEnvManager:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        self._ready_obs = {}
+        self._ready_obs, self._ready_batch = {}, None
 
     def enable_save_replay(self, replay_path: str | list[str]) -> None:
         raise TypeError("the envpool env manager cannot record videos (EnvPool does not render); evaluate with the "

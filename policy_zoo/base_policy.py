@@ -115,12 +115,28 @@ class Policy:
         return SimpleNamespace(forward=self._forward_collect, reset=self._reset_collect,
                                state_dict=self._state_dict_collect, load_state_dict=self._load_state_dict_collect,
                                process_transition=self._process_transition, get_train_sample=self._get_train_sample,
-                               cfg=self._cfg)
+                               forward_batch=self._batch_forward('collect'),
+                               plain_transition_keys=self._plain_transition_keys(), cfg=self._cfg)
 
     @property
     def eval_mode(self) -> SimpleNamespace:
         return SimpleNamespace(forward=self._forward_eval, reset=self._reset_eval, state_dict=self._state_dict_eval,
-                               load_state_dict=self._load_state_dict_eval, cfg=self._cfg)
+                               load_state_dict=self._load_state_dict_eval, forward_batch=self._batch_forward('eval'),
+                               cfg=self._cfg)
+
+    def _batch_forward(self, mode: str) -> Any:
+        """The mode's forward on stacked observations, or None where a subclass changed its per-env forward (the
+        workers then keep to that)."""
+        if getattr(type(self), f'_forward_{mode}') is not getattr(Policy, f'_forward_{mode}'):
+            return None
+        return getattr(self, f'_forward_{mode}_batch')
+
+    def _plain_transition_keys(self) -> list[str] | None:
+        """The output fields a transition keeps where transitions are ``_process_transition``'s own, one per train
+        sample (so a collector may build them as columns); None where the policy builds its own."""
+        own = type(self)._process_transition is not Policy._process_transition or \
+            type(self)._get_train_sample is not Policy._get_train_sample
+        return None if own or self._cfg.collect.unroll_len != 1 else self._output_keys
 
     # ---- collect / eval ----
     def _init_collect(self) -> None:
@@ -131,26 +147,40 @@ class Policy:
         self._eval_model = model_wrap(self._model, self.eval_wrapper)
 
     def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
-        return self._act(self._collect_model, data, **kwargs)
+        return self._by_env(self._forward_collect_batch, data, **kwargs)
+
+    def _forward_collect_batch(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        """The collect model on stacked observations (leading dim = envs); the per-env ``_forward_collect`` and
+        the collector's columnar path both come here."""
+        return self._act(self._collect_model, obs, **kwargs)
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Tensor]]:
-        return self._act(self._eval_model, data)
+        return self._by_env(self._forward_eval_batch, data)
 
-    @torch.no_grad()
-    def _act(self, model: Any, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
-        """Stack the envs' observations once, run the model once (in eval mode), split the outputs by env id."""
+    def _forward_eval_batch(self, obs: Any) -> dict[str, Tensor]:
+        return self._act(self._eval_model, obs)
+
+    @property
+    def _output_keys(self) -> list[str]:
+        """What the actors hand on per env: the action, and the logits with ``collector_logit``."""
+        return ['action', 'logit'] if self._cfg.collect.get('collector_logit') else ['action']
+
+    def _by_env(self, forward: Any, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
+        """Stack the envs' observations once, run ``forward`` once, split its outputs by env id."""
         env_ids = list(data)
-        obs = default_collate(list(data.values()))
-        obs = obs.to(self._device)
-        if model.training:  # the learn mode leaves the shared model in training mode
-            model.eval()
         try:
-            output = model.forward(obs, mode='compute_actor', **kwargs)
+            output = forward(default_collate(list(data.values())), **kwargs)
         except NoValidActionError as error:
             raise NoValidActionError(error.rows, [env_ids[row] for row in error.rows]) from None
-        keys = ['action', 'logit'] if self._cfg.collect.get('collector_logit') else ['action']
-        rows = {k: output[k].cpu().unbind(0) for k in keys if isinstance(output.get(k), Tensor)}  # one op per field
+        rows = {k: output[k].cpu().unbind(0) for k in self._output_keys if isinstance(output.get(k), Tensor)}
         return {env_id: {k: v[i] for k, v in rows.items()} for i, env_id in enumerate(env_ids)}
+
+    @torch.no_grad()
+    def _act(self, model: Any, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device."""
+        if model.training:  # the learn mode leaves the shared model in training mode
+            model.eval()
+        return model.forward(obs.to(self._device), mode='compute_actor', **kwargs)
 
     def _process_transition(self, obs: Any, model_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         """A transition dict; ``timestep.done`` is already *terminated* (the collector clears time-limit ends)."""

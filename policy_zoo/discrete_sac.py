@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ding_lite.data import Batch
+from ding_lite.data.collate import batch_len
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import epsilon_greedy
 from .sac import SACPolicy
@@ -43,11 +44,11 @@ class DiscreteSACPolicy(SACPolicy):
         self._eps_fn = epsilon_greedy(**self._cfg.other.eps)
         self._collect_envstep = 0
 
-    def _forward_collect(self, data: dict[int, Any], eps: float | None = None, **kwargs: Any) -> dict[int, dict]:
+    def _forward_collect_batch(self, obs: Any, eps: float | None = None, **kwargs: Any) -> dict[str, Tensor]:
         if eps is None:  # the schedule runs on env steps this policy has acted for
             eps = self._eps_fn(self._collect_envstep)
-        self._collect_envstep += len(data)
-        return super()._forward_collect(data, eps=eps, **kwargs)
+        self._collect_envstep += batch_len(obs)
+        return super()._forward_collect_batch(obs, eps=eps, **kwargs)
 
     def _state_dict_collect(self) -> dict[str, Any]:
         return super()._state_dict_collect() | {'collect_envstep': self._collect_envstep}  # the eps clock

@@ -11,7 +11,7 @@ from ..registry import BUFFER_REGISTRY, import_names
 from ..utils.checkpoint import load_file, save_file
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.device import resolve_device
-from .collate import Batch, default_collate, flatten_batch, unflatten_batch
+from .collate import Batch, batch_len, default_collate, flatten_batch, unflatten_batch
 
 BUFFER_FILE_VERSION = 2
 BUFFER_KIND = 'ding_lite.replay_buffer'
@@ -51,7 +51,7 @@ class ReplayBuffer:
                 return
             data = default_collate(list(data), as_batch=False)  # plain dicts: a Batch tree costs ~20 us to build
         flat = flatten_batch(data)
-        n = _batch_len(flat)
+        n = batch_len(flat)
         if not self._storage:
             self._allocate(flat)
         self._check_schema(flat)
@@ -127,9 +127,9 @@ class ReplayBuffer:
         self.clear()
         self._storage = {}
         data = state['data']
-        if not data or _batch_len(data) == 0:
+        if not data or batch_len(data) == 0:
             return
-        count = _batch_len(data)
+        count = batch_len(data)
         ptr = state.get('ptr', count)  # version 1 files hold the transitions oldest first
         if state.get('size') == self.size:
             self._allocate(data)
@@ -165,9 +165,3 @@ def create_buffer(cfg: dict, *args: Any, **kwargs: Any) -> ReplayBuffer:
     import_names(cfg.get('import_names'))
     return BUFFER_REGISTRY.build(cfg.get('type') or 'naive', cfg, *args, **kwargs)
 
-
-def _batch_len(flat: dict[tuple[str, ...], Tensor]) -> int:
-    lengths = {v.shape[0] if v.dim() else -1 for v in flat.values()}
-    if len(lengths) != 1 or -1 in lengths:
-        raise ValueError(f"batch fields must share one leading (transition) dim, got lengths {sorted(lengths)}")
-    return lengths.pop()

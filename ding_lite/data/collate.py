@@ -45,6 +45,11 @@ def to_ndarray(value: Any) -> Any:
     return value.numpy(force=True) if isinstance(value, Tensor) else value
 
 
+def to_float32(array: np.ndarray) -> np.ndarray:
+    """float64 observations as float32, as ``default_collate`` makes them; other arrays as they are."""
+    return array.astype(np.float32) if array.dtype == np.float64 else array
+
+
 def to_scalar(value: Any, what: str) -> float | int | bool:
     """A one-element value (Python number, 0-d or shape-(1,) array or tensor) as a Python number.
 
@@ -161,6 +166,15 @@ def flatten_batch(batch: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, .
         else:
             raise TypeError(f"field {'.'.join(prefix + (key,))!r} is {type(value).__name__}, expected a tensor")
     return out
+
+
+def batch_len(batch: Any) -> int:
+    """The leading (row) dim of a tensor, or the one every leaf of a nested batch shares."""
+    leaves = [batch] if isinstance(batch, Tensor) else flatten_batch(batch).values()
+    lengths = {v.shape[0] if v.dim() else -1 for v in leaves}
+    if len(lengths) != 1 or -1 in lengths:
+        raise ValueError(f"batch fields must share one leading (transition) dim, got lengths {sorted(lengths)}")
+    return lengths.pop()
 
 
 def unflatten_batch(flat: dict[tuple[str, ...], Tensor]) -> Batch:

@@ -6,9 +6,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import torch
 from easydict import EasyDict
+from torch import Tensor
 
-from ..data.collate import to_ndarray, to_scalar
+from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
@@ -48,8 +50,9 @@ class _SerialCollector:
         self._env = env
         self._env.launch()
         self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
-        self._return = {i: 0.0 for i in range(env.env_num)}
-        self._length = {i: 0 for i in range(env.env_num)}
+        self._return = np.zeros(env.env_num)  # float64: the env's float32 rewards add up as exactly as in Python
+        self._length = np.zeros(env.env_num, dtype=np.int64)
+        self._all_ids = list(range(env.env_num))
         # each env's last obs and policy output: an async manager returns envs acted on in an earlier step
         self._obs_pool: dict[int, Any] = {}
         self._output_pool: dict[int, Any] = {}
@@ -83,14 +86,52 @@ class _SerialCollector:
             self._return[env_id] += reward
             self._length[env_id] += 1
             if done:
-                episode = {'return': self._return[env_id], 'length': self._length[env_id]}
-                self._episode_info.append(episode)
-                self.finished_episodes.append(episode)
-                self.total_episode += 1
-                self._end_episode(env_id, keep_traj=True)
+                self._finish_episode(env_id)
             steps.append((env_id, transition, done))
         self.envstep += len(steps)
         return steps
+
+    def _step_columns(self, keys: list[str], policy_kwargs: dict | None) -> dict[str, np.ndarray] | None:
+        """``_step`` as columns (an array per transition field, a row per env) through the env manager's
+        ``step_batch``; None, before anything is stepped, where the observations do not stack into one array."""
+        ready = self._env.ready_obs_batch()
+        if ready is None:
+            return None
+        ids, obs = ready
+        obs = to_float32(obs)
+        output = self._policy.forward_batch(torch.from_numpy(obs), **(policy_kwargs or {}))
+        columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
+        step = self._env.step_batch(ids, columns['action'])
+        for env_id in step.restarted:  # a restarted env's broken step: no transition
+            self.env_restarts += 1
+            self._end_episode(env_id)
+        if step.env_id != ids:
+            rows = [k for k, i in enumerate(ids) if i not in step.restarted]
+            obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
+        index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
+        self._return[index] += step.reward
+        self._length[index] += 1
+        if step.done.any():
+            for k in np.flatnonzero(step.done).tolist():
+                self._finish_episode(step.env_id[k])
+        self.envstep += len(step.env_id)
+        return {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
+                'reward': step.reward.astype(np.float32), 'done': step.terminated}
+
+    def _columnar_keys(self) -> list[str] | None:
+        """The policy-output fields of a transition where this collector may step as columns, else None."""
+        keys = getattr(self._policy, 'plain_transition_keys', None)
+        if keys is None or getattr(self._policy, 'forward_batch', None) is None or \
+                getattr(self._env, 'asynchronous', True) or not hasattr(self._env, 'step_batch'):
+            return None
+        return keys
+
+    def _finish_episode(self, env_id: int) -> None:
+        episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id])}
+        self._episode_info.append(episode)
+        self.finished_episodes.append(episode)
+        self.total_episode += 1
+        self._end_episode(env_id, keep_traj=True)
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
         self._return[env_id], self._length[env_id] = 0.0, 0
@@ -117,15 +158,18 @@ class _SerialCollector:
         policy_state = {k: v for k, v in self._policy.state_dict().items() if k != 'model'}
         return to_safe({'envstep': self.envstep, 'total_episode': self.total_episode,
                         'env_restarts': self.env_restarts, 'last_print_iter': self._last_print_iter,
-                        'episode_info': self._episode_info, 'return': self._return, 'length': self._length,
+                        'episode_info': self._episode_info, 'return': dict(enumerate(self._return.tolist())),
+                        'length': dict(enumerate(self._length.tolist())),
                         'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.envstep, self.total_episode = state['envstep'], state['total_episode']
         self.env_restarts, self._last_print_iter = state['env_restarts'], state['last_print_iter']
         self._episode_info = list(state['episode_info'])
-        self._return = {int(k): v for k, v in state['return'].items()}
-        self._length = {int(k): v for k, v in state['length'].items()}
+        for k, v in state['return'].items():
+            self._return[int(k)] = v
+        for k, v in state['length'].items():
+            self._length[int(k)] = v
         self._traj = {int(k): list(v) for k, v in state['traj'].items()}
         self._env.load_state_dict(state['env'])
         if state['policy']:
@@ -158,6 +202,32 @@ class SampleSerialCollector(_SerialCollector):
         self.collect_time = time.perf_counter() - start
         self._maybe_log(train_iter)
         return samples
+
+    def collect_batch(self, n_sample: int | None = None, train_iter: int = 0,
+                      policy_kwargs: dict | None = None) -> dict[str, Any]:
+        """``collect``'s samples as one batch (a tensor per field, leading dim = samples), what
+        ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager synchronous,
+        each env step is handled as columns, with no per-transition dicts; the samples are the same either way."""
+        keys = self._columnar_keys() if type(self).collect is SampleSerialCollector.collect else None
+        if keys is None:
+            return default_collate(self.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
+        if n_sample is None or n_sample <= 0:
+            raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
+        chunks: list[dict[str, np.ndarray]] = []
+        count, start = 0, time.perf_counter()
+        while count < n_sample:
+            columns = self._step_columns(keys, policy_kwargs)
+            if columns is None:  # observations of another form (dicts): per-env transitions
+                if chunks:
+                    raise ValueError("the envs' observations stopped stacking into one array mid-collect")
+                return default_collate(self.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
+            chunks.append(columns)
+            count += len(columns['reward'])
+        self.collect_time = time.perf_counter() - start
+        self._maybe_log(train_iter)
+        if len(chunks) == 1:  # one env step was enough: its arrays are the batch
+            return {k: torch.from_numpy(v) for k, v in chunks[0].items()}
+        return {k: torch.from_numpy(np.concatenate([c[k] for c in chunks])) for k in chunks[0]}
 
 
 @SERIAL_COLLECTOR_REGISTRY.register('episode')

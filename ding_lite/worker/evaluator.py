@@ -7,9 +7,10 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
+import torch
 from easydict import EasyDict
 
-from ..data.collate import to_ndarray, to_scalar
+from ..data.collate import to_float32, to_ndarray, to_scalar
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from .logger import build_logger, format_scalars, write_scalars
@@ -70,11 +71,7 @@ class InteractionSerialEvaluator:
         returns: list[float] = []
         broken = 0
         while any(quota.values()):
-            obs = {i: o for i, o in self._env.ready_obs.items() if quota[i] > 0}
-            if not obs:
-                raise RuntimeError('evaluator envs stopped before the requested episodes finished')
-            output = self._policy.forward(obs)
-            timesteps = self._env.step({i: to_ndarray(out['action']) for i, out in output.items()})
+            timesteps = self._env.step(self._actions(quota))
             for env_id, timestep in timesteps.items():
                 if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
                     self._policy.reset([env_id])
@@ -88,6 +85,25 @@ class InteractionSerialEvaluator:
                     quota[env_id] -= 1
                     self._policy.reset([env_id])
         return returns
+
+    def _actions(self, quota: dict[int, int]) -> dict[int, Any]:
+        """The eval policy's actions for the ready envs with episodes still to run: one batch forward over their
+        stacked observations where the policy and env manager offer it, else the per-env forward."""
+        forward_batch = getattr(self._policy, 'forward_batch', None)
+        ready = self._env.ready_obs_batch() if forward_batch and hasattr(self._env, 'ready_obs_batch') else None
+        if ready is None:
+            obs = {i: o for i, o in self._env.ready_obs.items() if quota[i] > 0}
+            if not obs:
+                raise RuntimeError('evaluator envs stopped before the requested episodes finished')
+            return {i: to_ndarray(out['action']) for i, out in self._policy.forward(obs).items()}
+        ids, obs = ready
+        rows = [k for k, i in enumerate(ids) if quota[i] > 0]
+        if not rows:
+            raise RuntimeError('evaluator envs stopped before the requested episodes finished')
+        if len(rows) < len(ids):
+            ids, obs = [ids[k] for k in rows], obs[rows]
+        action = forward_batch(torch.from_numpy(to_float32(obs)))['action'].numpy(force=True)
+        return dict(zip(ids, action))
 
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1) -> tuple[bool, dict[str, float]]:

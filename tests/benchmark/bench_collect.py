@@ -55,7 +55,7 @@ class Framework:
 
     def collect(self) -> int:
         before = self.collector.envstep
-        self.buffer.push(self.collector.collect(10))
+        self.buffer.push(self.collector.collect_batch(10))
         return self.collector.envstep - before
 
     def evaluate(self) -> int:

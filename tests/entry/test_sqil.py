@@ -111,9 +111,9 @@ def test_online_expert_the_di_engine_way(recording, tiny_pendulum, tmp_path, mon
     main.policy.expert_random_collect_size = 24
     create.policy.type = 'recording_sqil_sac'
     sizes, launched, closed = [], set(), set()
-    collect, launch, close = SampleSerialCollector.collect, BaseEnvManager.launch, BaseEnvManager.close
-    monkeypatch.setattr(SampleSerialCollector, 'collect', lambda self, n_sample, *a, **k: sizes.append(n_sample) or
-                        collect(self, n_sample, *a, **k))
+    collect, launch, close = SampleSerialCollector.collect_batch, BaseEnvManager.launch, BaseEnvManager.close
+    monkeypatch.setattr(SampleSerialCollector, 'collect_batch', lambda self, n_sample, *a, **k:
+                        sizes.append(n_sample) or collect(self, n_sample, *a, **k))
     monkeypatch.setattr(BaseEnvManager, 'launch', lambda self, *a: launched.add(id(self)) or launch(self, *a))
     monkeypatch.setattr(BaseEnvManager, 'close', lambda self: closed.add(id(self)) or close(self))
     policy = serial_pipeline_sqil((main, create), expert_cfg=(expert_main, expert_create), max_env_step=120)

@@ -1,0 +1,183 @@
+"""The collector's columnar path (``collect_batch``) and the env managers' ``step_batch``: the same samples as
+``collect()`` collated, without per-transition dicts, for every manager and policy kind; and where it must not run."""
+from __future__ import annotations
+
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from ding_lite.config import compile_config
+from ding_lite.data import default_collate
+from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
+from envs import BaseEnv, BaseEnvManager, BaseEnvTimestep, CartPoleEnv, PendulumEnv, create_env_manager
+from policy_zoo import DiscreteSACPolicy, SACPolicy
+
+
+def _collector(cfg, manager, policy, env_cls=PendulumEnv, env_cfg=None, n=3, steps=7):
+    env_cfg = {'env_kwargs': {'max_episode_steps': steps}, **(env_cfg or {})}
+    env = create_env_manager(dict(type=manager), [partial(env_cls, cfg=env_cfg)] * n)
+    env.seed(5)
+    return SampleSerialCollector(cfg.policy.collect.collector, env, policy.collect_mode, exp_name=cfg.exp_name)
+
+
+def _both_ways(make, rounds=12, n_sample=5, policy_kwargs=None):
+    """``rounds`` batches from ``collect_batch`` and from ``collect`` collated, each from a fresh, same-seeded run."""
+    out = []
+    for columnar in (True, False):
+        torch.manual_seed(0)
+        collector = make()
+        batches = [collector.collect_batch(n_sample, policy_kwargs=policy_kwargs) if columnar else
+                   default_collate(collector.collect(n_sample, policy_kwargs=policy_kwargs), as_batch=False)
+                   for _ in range(rounds)]
+        out.append((batches, collector.finished_episodes, collector.envstep, collector.state_dict()['return']))
+        collector.close()
+    return out
+
+
+def _assert_same(columnar, per_env):
+    for a, b in zip(columnar[0], per_env[0]):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key].dtype == b[key].dtype and torch.equal(a[key], b[key]), key
+    assert columnar[1:] == per_env[1:]  # episodes, env steps, unfinished returns
+
+
+def _sac(tiny_pendulum):
+    cfg = compile_config(*tiny_pendulum, save_cfg=False)
+    return cfg, SACPolicy(cfg.policy)
+
+
+@pytest.mark.parametrize('manager', ['base', 'subprocess', 'envpool'])
+def test_same_samples_as_collect_for_every_manager(tiny_pendulum, manager):
+    if manager == 'envpool':
+        pytest.importorskip('envpool')
+    cfg, _ = _sac(tiny_pendulum)
+    columnar, per_env = _both_ways(lambda: _collector(cfg, manager, SACPolicy(cfg.policy)))
+    _assert_same(columnar, per_env)
+    assert len(columnar[1]) == 9 and columnar[2] == 12 * 6  # whole rounds of 3 envs: 24 steps, 3 episodes each
+    assert not columnar[0][0]['done'].any()                    # time-limit ends bootstrap
+
+
+def test_logits_and_discrete_actions_with_the_eps_schedule(tiny_pendulum):
+    main, create = tiny_pendulum
+    main.policy.collect.collector_logit = True
+    main.policy.model.update(obs_shape=4, action_shape=2)
+    main.policy.other.eps = dict(type='linear', start=0.9, end=0.1, decay=30)
+    cfg = compile_config(main, dict(create, policy=dict(type='discrete_sac')), save_cfg=False)
+    # a fresh policy per run: the eps schedule runs on the policy's own env step count. CartPole terminates.
+    columnar, per_env = _both_ways(lambda: _collector(cfg, 'base', DiscreteSACPolicy(cfg.policy), CartPoleEnv,
+                                                      steps=200), rounds=30)
+    _assert_same(columnar, per_env)
+    batch = torch.cat([b['done'] for b in columnar[0]])
+    assert set(columnar[0][0]) == {'obs', 'next_obs', 'action', 'logit', 'reward', 'done'} and batch.any()
+    assert columnar[0][0]['action'].dtype == torch.int64 and columnar[0][0]['logit'].shape == (6, 2)
+
+
+class _DictObs(BaseEnv):
+    """Observations that do not stack into one array."""
+
+    def __init__(self, cfg=None):
+        self._t = 0
+
+    def seed(self, seed, dynamic_seed=True):
+        pass
+
+    def reset(self):
+        self._t = 0
+        return {'x': np.zeros(3, np.float32)}
+
+    def step(self, action):
+        self._t += 1
+        done = self._t == 4
+        info = {'eval_episode_return': -1.0} if done else {}
+        return BaseEnvTimestep({'x': np.full(3, self._t, np.float32)}, -0.25, done, info)
+
+    def close(self):
+        pass
+
+    observation_space = gym.spaces.Dict({'x': gym.spaces.Box(-9, 9, (3,))})
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    reward_space = gym.spaces.Box(-1.0, 0.0, (1,), np.float32)
+
+
+class _OwnTransitions(SACPolicy):
+    def _process_transition(self, obs, model_output, timestep):
+        return dict(super()._process_transition(obs, model_output, timestep), step_reward_x2=2 * timestep.reward)
+
+
+def test_policies_with_their_own_transitions_and_unstackable_observations_go_per_env(tiny_pendulum):
+    cfg, _ = _sac(tiny_pendulum)
+    own = _OwnTransitions(cfg.policy)
+    batch = _collector(cfg, 'base', own).collect_batch(5)
+    torch.testing.assert_close(batch['step_reward_x2'], 2 * batch['reward'])
+    assert own.collect_mode.plain_transition_keys is None and SACPolicy(cfg.policy).collect_mode.plain_transition_keys
+    manager = BaseEnvManager([_DictObs] * 2)
+    collector = SampleSerialCollector(cfg.policy.collect.collector, manager, _FirstKey(cfg.policy).collect_mode,
+                                      exp_name=cfg.exp_name)
+    batch = collector.collect_batch(9)
+    assert batch['obs']['x'].shape == (10, 3) and batch['reward'].tolist() == [-0.25] * 10
+
+
+class _FirstKey(SACPolicy):
+    """SAC on ``obs['x']`` (a policy for dict observations)."""
+
+    def _forward_collect_batch(self, obs, **kwargs):
+        return super()._forward_collect_batch(obs['x'], **kwargs)
+
+
+class _Crashing(PendulumEnv):
+    def step(self, action):
+        self._n = getattr(self, '_n', 0) + 1
+        if self._n == 3:
+            raise RuntimeError('boom')
+        return super().step(action)
+
+
+def test_a_restarted_env_gives_no_row_and_is_counted(tiny_pendulum):
+    cfg, policy = _sac(tiny_pendulum)
+    env = create_env_manager(dict(type='subprocess', retry_waiting_time=0.0),
+                             [partial(_Crashing, cfg={'env_kwargs': {'max_episode_steps': 50}})] * 2)
+    env.seed(0)
+    collector = SampleSerialCollector(cfg.policy.collect.collector, env, policy.collect_mode, exp_name=cfg.exp_name)
+    batches = [collector.collect_batch(2) for _ in range(3)]
+    collector.close()
+    # each env instance breaks on its third step: the third call steps twice, the broken step giving no rows
+    assert [len(b['reward']) for b in batches] == [2, 2, 2]
+    assert collector.env_restarts == 2 and collector.envstep == 6
+    assert all(torch.isfinite(b['next_obs']).all() for b in batches)
+
+
+def test_step_batch_columns_match_step(tiny_pendulum):
+    """``step_batch`` reports what ``step`` reports: final observations, float64 rewards, done and terminated."""
+    def manager():
+        m = BaseEnvManager([partial(PendulumEnv, cfg={'env_kwargs': {'max_episode_steps': 3}})] * 2)
+        m.seed(1)
+        m.launch()
+        return m
+    a, b = manager(), manager()
+    for k in range(4):
+        action = np.full((2, 1), 0.5 - k / 4, np.float32)
+        ids, obs = a.ready_obs_batch()
+        assert ids == [0, 1] and np.array_equal(obs, np.stack(list(b.ready_obs.values())))
+        step, timesteps = a.step_batch(ids, action), b.step(dict(zip(ids, action)))
+        assert step.env_id == [0, 1] and step.reward.dtype == np.float64 and step.restarted == []
+        assert np.array_equal(step.obs, np.stack([t.obs for t in timesteps.values()]))
+        assert step.reward.tolist() == [float(t.reward) for t in timesteps.values()]
+        assert step.done.tolist() == [k == 2] * 2 and not step.terminated.any()
+
+
+def test_evaluator_batch_forward_gives_the_same_returns(tiny_pendulum):
+    cfg, policy = _sac(tiny_pendulum)
+    returns = []
+    for batch in (True, False):
+        env = BaseEnvManager([partial(PendulumEnv, cfg={'env_kwargs': {'max_episode_steps': 15}})] * 2)
+        env.seed(3, dynamic_seed=False)
+        mode = policy.eval_mode if batch else type(policy.eval_mode)(**dict(vars(policy.eval_mode),
+                                                                           forward_batch=None))
+        evaluator = InteractionSerialEvaluator({'n_episode': 5}, env, mode, exp_name=None)
+        returns.append(evaluator.run_episodes())
+        evaluator.close()
+    assert len(returns[0]) == 5 and returns[0] == returns[1]
