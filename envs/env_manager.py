@@ -75,6 +75,15 @@ class BaseEnvManager:
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         return {env_id: self._envs[env_id].step(action) for env_id, action in actions.items()}
 
+    def _env_step_many(self, env_ids: list[int], actions: np.ndarray) -> tuple | None:
+        """Envs of one type that offers ``step_many`` step through it (one action scaling for all); None: they
+        step one by one."""
+        envs = [self._envs[i] for i in env_ids]
+        step_many = getattr(type(envs[0]), 'step_many', None)
+        if step_many is None or any(type(env) is not type(envs[0]) for env in envs):
+            return None
+        return step_many(envs, actions)
+
     def _env_recreate(self, env_id: int) -> None:
         try:
             self._envs[env_id].close()
@@ -147,21 +156,29 @@ class BaseEnvManager:
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         """Step the given envs. A timestep with ``info['abnormal']`` ends an episode that broke off (the env
         was restarted): it is no transition, and the env's next obs starts a new episode."""
-        for env_id in actions:
-            if env_id not in self._ready_obs:
-                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished)")
+        self._check_ready(actions)
         timesteps = self._env_step(actions)
         for env_id, timestep in timesteps.items():
-            if not timestep.done:
-                self._ready_obs[env_id] = timestep.obs
-                self._actions[env_id].append(actions[env_id])
-                continue
-            self._episode_count[env_id] += 1
-            if self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num:
-                self._ready_obs[env_id] = self._reset_env(env_id)
-            else:
-                del self._ready_obs[env_id]
+            self._after_step(env_id, timestep.obs, timestep.done, actions[env_id])
         return timesteps
+
+    def _check_ready(self, env_ids: Any) -> None:
+        for env_id in env_ids:
+            if env_id not in self._ready_obs:
+                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished)")
+
+    def _after_step(self, env_id: int, obs: Any, done: Any, action: Any) -> None:
+        """An env's step is done: its next obs is ready (the action kept for a resume), or its episode ended and
+        it resets or stops."""
+        if not done:
+            self._ready_obs[env_id] = obs
+            self._actions[env_id].append(action)
+            return
+        self._episode_count[env_id] += 1
+        if self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num:
+            self._ready_obs[env_id] = self._reset_env(env_id)
+        else:
+            del self._ready_obs[env_id]
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and their observations stacked into one array, or None where observations are not
@@ -173,6 +190,13 @@ class BaseEnvManager:
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         """``step`` with row k of ``actions`` for env ``env_ids[k]``, its result as columns in that order."""
+        self._check_ready(env_ids)
+        stepped = self._env_step_many(env_ids, actions)
+        if stepped is not None:  # the envs stepped together: no per-env timesteps to take apart
+            obs, reward, done, terminated = stepped
+            for env_id, o, d, action in zip(env_ids, obs, done.tolist(), actions):
+                self._after_step(env_id, o, d, action)
+            return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [])
         timesteps = self.step(dict(zip(env_ids, actions)))
         if len(timesteps) != len(env_ids):
             raise RuntimeError(f"{type(self).__name__} stepped envs {sorted(timesteps)} for actions to "

@@ -73,6 +73,8 @@ class GymnasiumEnv(BaseEnv):
         # what _action needs on every step, read once (the space is a property through gymnasium's wrappers)
         self._act_dtype, self._act_shape = (space.dtype, space.shape) if self._box else (None, None)
         self._scaler = ActionScaler(space) if self._scale else None
+        # envs with equal keys share one scaling in step_many
+        self._action_key = (space.low.tobytes(), space.high.tobytes(), space.dtype) if self._scale else None
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return, self._episode_steps = 0.0, 0
 
@@ -123,17 +125,47 @@ class GymnasiumEnv(BaseEnv):
         return self._obs(obs)
 
     def step(self, action: Any) -> BaseEnvTimestep:
-        obs, reward, terminated, truncated, info = self._env.step(self._action(action))
-        self._episode_return += float(reward)
-        self._episode_steps += 1
+        obs, reward, terminated, truncated, info = self._advance(self._action(action))
         done = bool(terminated or truncated)
         info = dict(info)  # ours to add to: an env may hand out the same dict every step
         info['TimeLimit.truncated'] = bool(truncated and not terminated)
         if done:
             info['eval_episode_return'] = self._episode_return
+        return BaseEnvTimestep(obs, np.float32(self._train_reward(reward)), done, info)
+
+    def _advance(self, env_action: Any) -> tuple[Any, Any, bool, bool, dict]:
+        """gymnasium's step with an action in the env's own space, counted into the episode; float64 obs as
+        float32."""
+        obs, reward, terminated, truncated, info = self._env.step(env_action)
+        self._episode_return += float(reward)
+        self._episode_steps += 1
         if type(obs) is not np.ndarray or obs.dtype == np.float64:  # float32 arrays (the common case) as they are
             obs = self._obs(obs)
-        return BaseEnvTimestep(obs, np.float32(self._train_reward(reward)), done, info)
+        return obs, reward, terminated, truncated, info
+
+    @classmethod
+    def step_many(cls, envs: list[GymnasiumEnv], actions: np.ndarray
+                  ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray] | None:
+        """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
+        action space: ``(obs, reward (float64 of step's float32), done, terminated)``, without infos. None where
+        this type changed ``step`` or ``_action`` (each env then steps on its own)."""
+        if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
+            return None
+        first = envs[0]
+        if first._scale and all(env._action_key == first._action_key for env in envs):
+            shape = (len(envs),) + first._act_shape
+            env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
+        else:
+            env_actions = [env._action(action) for env, action in zip(envs, actions)]
+        obs, reward, done, terminated = [], [], [], []
+        for env, action in zip(envs, env_actions):
+            o, r, term, trunc, _ = env._advance(action)
+            obs.append(o)
+            reward.append(env._train_reward(r))
+            done.append(term or trunc)
+            terminated.append(term)
+        return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
+                np.array(terminated, bool))
 
     def _train_reward(self, reward: float) -> float:
         """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""

@@ -243,6 +243,9 @@ class SubprocessEnvManager(BaseEnvManager):
                 timesteps[env_id] = self._restart_after(env_id, result)
         return timesteps
 
+    def _env_step_many(self, env_ids: list[int], actions: np.ndarray) -> None:
+        return None  # the envs live in their processes: each steps on its own
+
     def _restart_after(self, env_id: int, error: str) -> BaseEnvTimestep:
         """Kill and restart a failed env; an abnormal timestep closes its episode."""
         self._failures[env_id] += 1
