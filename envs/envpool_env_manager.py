@@ -152,7 +152,7 @@ class EnvPoolEnvManager:
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and observations as one array (sync mode; async: None)."""
-        if not self._sync:
+        if not self._sync or not self._ready_obs:
             return None
         if self._ready_batch is None:
             self._ready_batch = list(self._ready_obs), np.array(list(self._ready_obs.values()))

@@ -181,3 +181,44 @@ def test_evaluator_batch_forward_gives_the_same_returns(tiny_pendulum):
         returns.append(evaluator.run_episodes())
         evaluator.close()
     assert len(returns[0]) == 5 and returns[0] == returns[1]
+
+
+class _Shaped(PendulumEnv):
+    """Changes ``step``: its envs step one by one, and the shaping reaches the samples."""
+
+    def step(self, action):
+        timestep = super().step(action)
+        return timestep._replace(reward=np.float32(timestep.reward + 100.0))
+
+
+class _Doubled(PendulumEnv):
+    def _train_reward(self, reward):
+        return 2.0 * reward
+
+
+def test_step_many_keeps_what_env_types_change(tiny_pendulum):
+    cfg, policy = _sac(tiny_pendulum)
+    assert _Shaped.step_many([_Shaped({})], np.zeros((1, 1), np.float32)) is None
+    batch = _collector(cfg, 'base', policy, _Shaped, n=2).collect_batch(6)
+    assert (batch['reward'] > 80).all()                       # Pendulum's own rewards are in [-16.3, 0]
+    doubled, plain = _Doubled({}), PendulumEnv({})
+    for env in (doubled, plain):
+        env.seed(0)
+        env.reset()
+    action = np.full((1, 1), 0.3, np.float32)
+    assert _Doubled.step_many([doubled], action)[1][0] == pytest.approx(2 * float(plain.step(action[0]).reward))
+
+
+def test_step_many_scales_each_env_into_its_own_bounds():
+    """Envs of one type with different action spaces: each action is scaled into its own env's bounds."""
+    from envs import GymnasiumEnv
+    envs = [GymnasiumEnv({'env_id': 'Pendulum-v1'}), GymnasiumEnv({'env_id': 'MountainCarContinuous-v0'})]
+    twins = [GymnasiumEnv({'env_id': 'Pendulum-v1'}), GymnasiumEnv({'env_id': 'MountainCarContinuous-v0'})]
+    for env in envs + twins:
+        env.seed(4)
+        env.reset()
+    actions = np.array([[0.5], [-0.75]], np.float32)
+    obs, reward, done, terminated = GymnasiumEnv.step_many(envs, actions)
+    expected = [twin.step(a) for twin, a in zip(twins, actions)]
+    assert all(np.array_equal(o, t.obs) for o, t in zip(obs, expected))
+    assert reward.tolist() == [float(t.reward) for t in expected] and not done.any() and not terminated.any()
