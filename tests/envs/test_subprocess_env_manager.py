@@ -1,6 +1,7 @@
 """SubprocessEnvManager: same transitions as 'base', restarts of envs that raise, die or hang, clean shutdown."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing as mp
 import os
@@ -127,14 +128,22 @@ def test_ctrl_c_at_the_cli_leaves_no_process_behind(tmp_path):
     create = dict(copy.deepcopy(TINY_CREATE), env_manager=dict(type='subprocess'))
     cfg = tmp_path / 'cfg.py'
     cfg.write_text(f"main_config = {main!r}\ncreate_config = {create!r}\n")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    # faulthandler: a run that does not stop is aborted below and prints where each of its threads was
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), PYTHONFAULTHANDLER='1')
     process = subprocess.Popen([sys.executable, '-m', 'entry.cli', '-m', 'serial', '-c', str(cfg)], env=env,
                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (tmp_path / 'run' / 'ckpt' / 'latest').exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        with contextlib.suppress(ProcessLookupError):  # env workers the aborted run left
+            os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not stop within 60 s of Ctrl-C; its threads then:\n{err[-6000:]}")
     assert process.returncode == 130 and 'interrupted' in err
     time.sleep(0.5)
     with pytest.raises(ProcessLookupError):  # no env worker is left in the group
