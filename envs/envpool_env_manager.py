@@ -132,18 +132,23 @@ class EnvPoolEnvManager:
         self._check_ready(actions)
         if self._sync:
             return self._step_sync(actions)
-        ids = np.fromiter(actions, dtype=np.int32, count=len(actions))
-        self._pool.send(self._actions(list(actions.values())), ids)
-        for env_id in actions:
+        return self._per_env(*self._send(list(actions), self._actions(list(actions.values()))))
+
+    def _send(self, env_ids: list[int], actions: np.ndarray) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
+        """Async: send the envs their actions (in the env's space), then receive as ``_receive``."""
+        self._pool.send(actions, np.asarray(env_ids, dtype=np.int32))
+        for env_id in env_ids:
             del self._ready_obs[env_id]
         return self._receive()
 
     def _step_sync(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
-        """``step_batch`` as per-env timesteps with their infos."""
-        ids = list(actions)
-        step, returns = self._advance(ids, self._actions(list(actions.values())))
+        return self._per_env(*self._advance(list(actions), self._actions(list(actions.values()))))
+
+    @staticmethod
+    def _per_env(step: BaseEnvBatchTimestep, returns: dict[int, float]) -> dict[int, BaseEnvTimestep]:
+        """Columns as per-env timesteps with their infos (``returns``: the episodes that ended)."""
         timesteps = {}
-        for k, env_id in enumerate(ids):
+        for k, env_id in enumerate(step.env_id):
             info = {'TimeLimit.truncated': bool(step.done[k] and not step.terminated[k])}
             if env_id in returns:
                 info['eval_episode_return'] = returns[env_id]
@@ -151,20 +156,18 @@ class EnvPoolEnvManager:
         return timesteps
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
-        """The ready envs' ids and observations as one array (sync mode; async: None)."""
-        if not self._sync or not self._ready_obs:
+        """The ready envs' ids and observations as one array (None: no env is ready)."""
+        if not self._ready_obs:
             return None
-        if self._ready_batch is None:
+        if not self._sync or self._ready_batch is None:
             self._ready_batch = list(self._ready_obs), np.array(list(self._ready_obs.values()))
         return self._ready_batch
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
-        """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns (sync
-        mode)."""
-        if not self._sync:
-            raise RuntimeError("step_batch needs the envpool manager in sync mode (batch_size None or the env count)")
+        """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns: sync, the
+        given envs; async, those that came back (see the class docstring)."""
         self._check_ready(env_ids)
-        return self._advance(env_ids, self._actions(actions))[0]
+        return (self._advance if self._sync else self._send)(env_ids, self._actions(actions))[0]
 
     def _advance(self, env_ids: list[int], actions: np.ndarray) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
         """Every env steps (those not in ``env_ids`` with a zero action, unreported: an evaluation's finished
@@ -176,11 +179,8 @@ class EnvPoolEnvManager:
             actions = full
         obs, reward, terminated, truncated, _ = self._pool.step(actions)
         obs, done = self._obs(obs), terminated | truncated
-        self._return += reward
-        ended = np.flatnonzero(done).tolist() if done.any() else []
-        returns = {i: float(self._return[i]) for i in ended}
-        self._return[ended] = 0.0
-        self._episode_count[ended] += 1
+        reward, returns = self._account(self._all_ids, reward, done)
+        ended = list(returns)
         restart = [i for i in ended if self._episode_count[i] < self._cfg.episode_num]
         ready = obs
         if restart:
@@ -190,11 +190,8 @@ class EnvPoolEnvManager:
         stay = [i for i in self._ready_obs if i not in ended or i in restart]
         self._ready_obs = dict(zip(stay, ready[stay] if len(stay) != self.env_num else ready))
         self._ready_batch = (stay, ready if len(stay) == self.env_num else ready[stay])
-        if self._reward_fn is not None:
-            reward = np.array([self._reward_fn(r) for r in reward.tolist()])
         rows = env_ids if env_ids != self._all_ids else slice(None)
-        step = BaseEnvBatchTimestep(list(env_ids), obs[rows], reward[rows].astype(np.float64), done[rows],
-                                    terminated[rows], [])
+        step = BaseEnvBatchTimestep(list(env_ids), obs[rows], reward[rows], done[rows], terminated[rows], [])
         given = set(env_ids) if returns else ()
         return step, {i: r for i, r in returns.items() if i in given}
 
@@ -204,46 +201,48 @@ class EnvPoolEnvManager:
                 raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is "
                                  f"in flight)")
 
-    def _receive(self) -> dict[int, BaseEnvTimestep]:
+    def _account(self, env_ids: list[int] | np.ndarray, reward: np.ndarray, done: np.ndarray
+                 ) -> tuple[np.ndarray, dict[int, float]]:
+        """Add a step of envs ``env_ids`` to their episodes: their training rewards (float64 of the float32 that
+        ``step`` reports) and the returns of the episodes that ended (the env's own rewards), which restart."""
+        self._return[env_ids] += reward
+        ended = np.asarray(env_ids)[done].tolist() if done.any() else []
+        returns = {i: float(self._return[i]) for i in ended}
+        self._return[ended] = 0.0
+        self._episode_count[ended] += 1
+        if self._reward_fn is not None:
+            reward = np.array([self._reward_fn(r) for r in reward.tolist()])
+        return reward.astype(np.float32).astype(np.float64), returns
+
+    def _receive(self) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
         """Async batches until an env is ready: envs back from a reset become ready; the others' steps are
         returned, and an ended episode's env goes out again at once for EnvPool's reset (its next step)."""
-        timesteps = self._receive_batch()
+        step, returns = self._receive_batch()
         while not self._ready_obs and not self.done:
-            timesteps.update(self._receive_batch())
-        return timesteps
+            more, more_returns = self._receive_batch()
+            step = BaseEnvBatchTimestep(step.env_id + more.env_id, *(np.concatenate([a, b]) for a, b in
+                                                                     zip(step[1:5], more[1:5])), [])
+            returns.update(more_returns)
+        return step, returns
 
-    def _receive_batch(self) -> dict[int, BaseEnvTimestep]:
+    def _receive_batch(self) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
         obs, reward, terminated, truncated, info = self._pool.recv()
         ids, obs, fresh = info['env_id'], self._obs(obs), info['elapsed_step'] == 0
         self._ready_obs.update((int(i), o) for i, o, new in zip(ids, obs, fresh) if new)
         stepped = ~fresh
-        timesteps = self._timesteps(ids[stepped], obs[stepped], reward[stepped], terminated[stepped],
-                                    truncated[stepped])
+        ids, obs, terminated = ids[stepped].tolist(), obs[stepped], terminated[stepped]
+        done = terminated | truncated[stepped]
+        reward, returns = self._account(ids, reward[stepped], done)
         restart = []
-        for i, timestep in timesteps.items():
-            if not timestep.done:
-                self._ready_obs[i] = timestep.obs
-            elif self._episode_count[i] < self._cfg.episode_num:
-                restart.append(i)
+        for env_id, o, ended in zip(ids, obs, done.tolist()):
+            if not ended:
+                self._ready_obs[env_id] = o
+            elif self._episode_count[env_id] < self._cfg.episode_num:
+                restart.append(env_id)
         if restart:  # EnvPool resets an env on the step after its last one: send that step now
             template = self._actions([self._spec_action()] * len(restart))
             self._pool.send(template, np.asarray(restart, dtype=np.int32))
-        return timesteps
-
-    def _timesteps(self, ids: np.ndarray, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
-                   truncated: np.ndarray) -> dict[int, BaseEnvTimestep]:
-        done = terminated | truncated
-        self._return[ids] += reward
-        timesteps = {}
-        for k, env_id in enumerate(ids.tolist()):
-            info = {'TimeLimit.truncated': bool(truncated[k] and not terminated[k])}
-            if done[k]:
-                info['eval_episode_return'] = float(self._return[env_id])
-                self._return[env_id] = 0.0
-                self._episode_count[env_id] += 1
-            step_reward = float(reward[k]) if self._reward_fn is None else self._reward_fn(float(reward[k]))
-            timesteps[env_id] = BaseEnvTimestep(obs[k], np.float32(step_reward), bool(done[k]), info)
-        return timesteps
+        return BaseEnvBatchTimestep(ids, obs, reward, done, terminated, []), returns
 
     def _actions(self, actions: list[Any] | np.ndarray) -> np.ndarray:
         """The policy's actions (a list of per-env ones, or one array) as one array in the env's own action space

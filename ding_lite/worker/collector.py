@@ -105,7 +105,9 @@ class _SerialCollector:
         for env_id in step.restarted:  # a restarted env's broken step: no transition
             self.env_restarts += 1
             self._end_episode(env_id)
-        if step.env_id != ids:
+        if getattr(self._env, 'asynchronous', False):
+            obs, columns = self._sent_with(ids, obs, columns, step.env_id)
+        elif step.env_id != ids:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
         index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
@@ -118,11 +120,23 @@ class _SerialCollector:
         return {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                 'reward': step.reward.astype(np.float32), 'done': step.terminated}
 
+    def _sent_with(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
+                   returned: list[int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """An async manager returns envs sent in this step or an earlier one: the obs and policy output each of
+        ``returned`` was sent with (kept per env, as ``_step`` keeps them)."""
+        for row, env_id in enumerate(ids):
+            self._obs_pool[env_id] = obs[row]
+            self._output_pool[env_id] = {k: v[row] for k, v in columns.items()}
+        if not returned:
+            return obs[:0], {k: v[:0] for k, v in columns.items()}
+        return (np.array([self._obs_pool[i] for i in returned]),
+                {k: np.array([self._output_pool[i][k] for i in returned]) for k in columns})
+
     def _columnar_keys(self) -> list[str] | None:
         """The policy-output fields of a transition where this collector may step as columns, else None."""
         keys = getattr(self._policy, 'plain_transition_keys', None)
         if keys is None or getattr(self._policy, 'forward_batch', None) is None or \
-                getattr(self._env, 'asynchronous', True) or not hasattr(self._env, 'step_batch'):
+                not hasattr(self._env, 'step_batch'):
             return None
         return keys
 
@@ -206,7 +220,7 @@ class SampleSerialCollector(_SerialCollector):
     def collect_batch(self, n_sample: int | None = None, train_iter: int = 0,
                       policy_kwargs: dict | None = None) -> dict[str, Any]:
         """``collect``'s samples as one batch (a tensor per field, leading dim = samples), what
-        ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager synchronous,
+        ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager has ``step_batch``,
         each env step is handled as columns, with no per-transition dicts; the samples are the same either way."""
         keys = self._columnar_keys() if type(self).collect is SampleSerialCollector.collect else None
         if keys is None:

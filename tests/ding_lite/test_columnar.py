@@ -222,3 +222,30 @@ def test_step_many_scales_each_env_into_its_own_bounds():
     expected = [twin.step(a) for twin, a in zip(twins, actions)]
     assert all(np.array_equal(o, t.obs) for o, t in zip(obs, expected))
     assert reward.tolist() == [float(t.reward) for t in expected] and not done.any() and not terminated.any()
+
+
+class _ObsAction(SACPolicy):
+    """Acts with a function of the observation, so that a sample shows whether its action was the one its obs got."""
+
+    def _forward_collect_batch(self, obs, **kwargs):
+        return {'action': torch.tanh(obs[:, :1] + obs[:, 1:2])}
+
+
+def test_async_envpool_pairs_each_env_with_what_it_was_sent(tiny_pendulum):
+    """EnvPool async returns other envs than it was given: each sample's action is the one its obs was sent with,
+    and each env's samples chain (next_obs of one is obs of the next, within an episode)."""
+    pytest.importorskip('envpool')
+    cfg, _ = _sac(tiny_pendulum)
+    env = create_env_manager(dict(type='envpool', batch_size=2),
+                             [partial(PendulumEnv, cfg={'env_kwargs': {'max_episode_steps': 9}})] * 4)
+    env.seed(0)
+    collector = SampleSerialCollector(cfg.policy.collect.collector, env, _ObsAction(cfg.policy).collect_mode,
+                                      exp_name=cfg.exp_name)
+    assert collector._columnar_keys() == ['action']
+    batches = [collector.collect_batch(6) for _ in range(40)]
+    batch = {k: torch.cat([b[k] for b in batches]) for k in ('obs', 'action', 'next_obs')}
+    collector.close()
+    torch.testing.assert_close(batch['action'], torch.tanh(batch['obs'][:, :1] + batch['obs'][:, 1:2]))
+    follows = {tuple(o.tolist()) for o in batch['obs']}
+    chained = sum(tuple(o.tolist()) in follows for o in batch['next_obs'])
+    assert len(batch['obs']) >= 240 and chained >= 0.8 * len(batch['obs'])  # all but episode ends and the tail
