@@ -141,7 +141,6 @@ class RandomCollectPolicy:
         self._space.seed(seed)
         self.cfg = policy.cfg
         self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
-
         self.plain_transition_keys = getattr(policy, 'plain_transition_keys', None)
 
     def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:

@@ -7,6 +7,6 @@ from .subprocess_env_manager import SubprocessEnvManager
 from .envpool_env_manager import EnvPoolEnvManager
 from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 
-__all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv', 'LunarLanderEnv',
-           'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager', 'EnvPoolEnvManager',
-           'create_env_manager', 'get_vec_env_setting']
+__all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'CartPoleEnv',
+           'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
+           'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']

@@ -163,9 +163,7 @@ class BaseEnvManager:
         return timesteps
 
     def _check_ready(self, env_ids: Any) -> None:
-        for env_id in env_ids:
-            if env_id not in self._ready_obs:
-                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished)")
+        check_ready(self._ready_obs, env_ids)
 
     def _after_step(self, env_id: int, obs: Any, done: Any, action: Any) -> None:
         """An env's step is done: its next obs is ready (the action kept for a resume), or its episode ended and
@@ -283,6 +281,14 @@ class BaseEnvManager:
         """An env of this manager's kind, for its spaces and id."""
         self._env_create()
         return self._envs[0]
+
+
+def check_ready(ready_obs: dict[int, Any], env_ids: Any) -> None:
+    """``ValueError`` naming the first of ``env_ids`` that is not waiting for an action."""
+    for env_id in env_ids:
+        if env_id not in ready_obs:
+            raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is in "
+                             f"flight)")
 
 
 def _scalar_column(values: list[Any], dtype: Any, what: str, env_ids: list[int]) -> np.ndarray:

@@ -12,6 +12,7 @@ from easydict import EasyDict
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
+from .env_manager import check_ready
 from .gymnasium_env import ActionScaler, GymnasiumEnv
 
 logger = logging.getLogger(__name__)
@@ -159,9 +160,9 @@ class EnvPoolEnvManager:
         """The ready envs' ids and observations as one array (None: no env is ready)."""
         if not self._ready_obs:
             return None
-        if not self._sync or self._ready_batch is None:
-            self._ready_batch = list(self._ready_obs), np.array(list(self._ready_obs.values()))
-        return self._ready_batch
+        if self._sync and self._ready_batch is not None:  # kept by reset and _advance
+            return self._ready_batch
+        return list(self._ready_obs), np.array(list(self._ready_obs.values()))
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns: sync, the
@@ -196,10 +197,7 @@ class EnvPoolEnvManager:
         return step, {i: r for i, r in returns.items() if i in given}
 
     def _check_ready(self, env_ids: Any) -> None:
-        for env_id in env_ids:
-            if env_id not in self._ready_obs:
-                raise ValueError(f"env {env_id} is not ready for an action (its episodes are finished, or it is "
-                                 f"in flight)")
+        check_ready(self._ready_obs, env_ids)
 
     def _account(self, env_ids: list[int] | np.ndarray, reward: np.ndarray, done: np.ndarray
                  ) -> tuple[np.ndarray, dict[int, float]]:
