@@ -326,8 +326,8 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     policy.other.replay_buffer.type = buffer_type
     _check_batch_fits(policy)
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
-    if policy.other.replay_buffer.get('device'):
-        policy.other.replay_buffer.device = resolve_device(False, policy.other.replay_buffer.device)
+    buffer = policy.other.replay_buffer  # on the learner's device unless set: with cuda, a batch never crosses PCIe
+    buffer.device = resolve_device(False, buffer.device) if buffer.get('device') else policy.device
     return policy
 
 

@@ -14,6 +14,7 @@ from ding_lite.model import model_wrap
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.utils import compile_or_eager
+from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
 
 
@@ -66,6 +67,7 @@ class SACPolicy(Policy):
             log_space=True,                   # learn log(alpha): always positive, better scaled
             target_entropy=None,              # the entropy alpha steers towards; None: the policy's default
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
+            cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
         ),
         collect=dict(
             n_sample=1,                       # transitions per collect call
@@ -100,6 +102,8 @@ class SACPolicy(Policy):
             what = f"{type(self).__name__}'s update"  # one message for both: warned once
             self._critic_td = compile_or_eager(self._critic_td, what)
             self._actor_loss = compile_or_eager(self._actor_loss, what)
+        if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
+            self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
 
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size
@@ -123,7 +127,10 @@ class SACPolicy(Policy):
                                       use_priority_IS_weight=self._cfg.priority_IS_weight)
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
-        batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
+        return self._update(self._preprocess_learn(data))    # collate once, move to device, add weight
+
+    def _update(self, batch: Batch) -> dict[str, Tensor]:
+        """One SAC update on a preprocessed batch: critics, actor, alpha, target critics."""
         td, q, target_q = self._critic_td(batch)               # [E, B], [E, B], [B]
         critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
         _step(self._optimizer_q, critic_loss)
@@ -174,3 +181,5 @@ class SACPolicy(Policy):
         self._optimizer_q.load_state_dict(state['optimizer_q'])
         self._optimizer_policy.load_state_dict(state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
+        if hasattr(self._update, 'reset'):  # a captured update still points at the replaced optimizer state
+            self._update.reset()

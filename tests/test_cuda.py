@@ -5,6 +5,8 @@ that checkpoints written on the GPU load on the CPU.
 """
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -64,8 +66,10 @@ def test_serial_sac_on_cuda_and_checkpoint_loads_on_cpu(on_cuda):
 def test_prioritized_buffer_on_cuda_updates_without_a_host_sync(on_cuda):
     main, create = on_cuda
     main.policy.update(priority=True, priority_IS_weight=True)
+    main.policy.learn.cuda_graph = True                   # priorities come out of the replayed graph
     create.replay_buffer = dict(type='priority')
-    serial_pipeline((main, create), seed=0, max_env_step=200)
+    policy = serial_pipeline((main, create), seed=0, max_env_step=200)
+    assert not policy._update.eager and len(policy._update._graphs) == 1
     buffer = PrioritizedReplayBuffer({'replay_buffer_size': 64, 'device': 'cuda'})
     buffer.push({'obs': torch.randn(64, 3), 'action': torch.rand(64, 1), 'reward': torch.randn(64),
                  'next_obs': torch.randn(64, 3), 'done': torch.zeros(64, dtype=torch.bool)})
@@ -129,3 +133,66 @@ def test_parallel_learner_and_buffer_on_cuda_actors_on_the_cpu(on_cuda):
     assert DeviceCheckingSAC.sampled == DeviceCheckingSAC.devices == {'cuda:0'}
     assert next(policy.model.parameters()).is_cuda and not ray.is_initialized()
     assert load_checkpoint(f'{main.exp_name}/ckpt/ckpt_best.pth.tar')['last_iter'] >= 0  # the evaluated snapshot
+
+
+def _noiseless(mu, sigma):
+    """The tanh-Gaussian sample at a fixed noise: eager and graphed steps then draw no random numbers."""
+    return torch.tanh(mu + 0.5 * sigma), (-sigma.log() - 0.125).sum(-1)
+
+
+def _cuda_policy(**learn):
+    main = dict(exp_name='unused', policy=dict(cuda=True, model=dict(obs_shape=17, action_shape=6),
+                                               learn=dict(batch_size=64, **learn)))
+    torch.manual_seed(0)
+    return SACPolicy(compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy,
+                     enable_field=['learn'])
+
+
+def _cuda_batch(seed, n=64):
+    g = torch.Generator(device='cuda').manual_seed(seed)
+    return {'obs': torch.randn(n, 17, device='cuda', generator=g),
+            'action': torch.rand(n, 6, device='cuda', generator=g) * 2 - 1,
+            'reward': torch.randn(n, device='cuda', generator=g),
+            'next_obs': torch.randn(n, 17, device='cuda', generator=g),
+            'done': torch.rand(n, device='cuda', generator=g) < 0.1}
+
+
+def _assert_same_steps(graphed, eager, seeds):
+    for seed in seeds:
+        expected = eager.learn_mode.forward(_cuda_batch(seed))
+        stats = graphed.learn_mode.forward(_cuda_batch(seed))
+        assert stats.keys() == expected.keys()
+        for key in expected:
+            torch.testing.assert_close(stats[key], expected[key], rtol=1e-4, atol=1e-5)
+    for a, b in zip(graphed.model.parameters(), eager.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_graph_update_matches_eager(monkeypatch):
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    graphed, eager = _cuda_policy(cuda_graph=True), _cuda_policy()
+    _assert_same_steps(graphed, eager, range(8))           # 3 warm-up steps, the capture, then replays
+    assert not graphed._update.eager and len(graphed._update._graphs) == 1
+
+
+def test_cuda_graph_replays_without_a_host_sync_and_captures_again_after_a_load(monkeypatch):
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    graphed = _cuda_policy(cuda_graph=True)
+    for seed in range(4):
+        graphed.learn_mode.forward(_cuda_batch(seed))
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode('error')
+    try:
+        first = graphed.learn_mode.forward(_cuda_batch(10))
+        kept = {k: v.clone() for k, v in first.items()}
+        graphed.learn_mode.forward(_cuda_batch(11))
+    finally:
+        torch.cuda.set_sync_debug_mode('default')
+    for key in kept:                                       # outputs are copies, not the graph's own memory
+        torch.testing.assert_close(first[key], kept[key], rtol=0, atol=0)
+    state = copy.deepcopy(graphed.learn_mode.state_dict())
+    eager = _cuda_policy()
+    eager.learn_mode.load_state_dict(state)
+    graphed.learn_mode.load_state_dict(state)              # new optimizer state: the old graph would miss it
+    assert not graphed._update._graphs
+    _assert_same_steps(graphed, eager, range(20, 24))

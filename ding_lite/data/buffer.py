@@ -24,7 +24,7 @@ class ReplayBuffer:
     config = dict(
         type='naive',              # the registered buffer name
         replay_buffer_size=10000,  # transitions kept; the oldest are overwritten
-        device='cpu',              # where the storage lives ('cuda' keeps sampled batches on the GPU)
+        device=None,               # where the storage lives; None: the learner's (policy.device), 'cpu' standalone
         save_replay_buffer=True,   # resume checkpoints carry the buffer, in a file beside them (ML-Agents' default)
     )
 

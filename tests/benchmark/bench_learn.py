@@ -3,7 +3,8 @@
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N]``. Same sizes, same
 process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
 updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
-on the GPU too, and each timing window ends with a synchronize.
+on the GPU too, each timing window ends with a synchronize, the ``learn.cuda_graph=True`` step joins the rounds
+and the MuJoCo sizes run at batch 1024 as well.
 """
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from tests.benchmark.bare_sac import BareSAC
 
 CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': (17, 6, 256, 256),
          'pendulum (obs 3, act 1, hidden 128, batch 128)': (3, 1, 128, 128)}
+GPU_CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 1024)': (17, 6, 256, 1024)}
 
 
-def _policy(obs: int, act: int, hidden: int, batch: int, device: str, compile: bool = False) -> SACPolicy:
+def _policy(obs: int, act: int, hidden: int, batch: int, device: str, **learn: bool) -> SACPolicy:
     main = dict(exp_name='bench_learn', policy=dict(device=device, model=dict(
         obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden),
-        learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, compile=compile)))
+        learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, **learn)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False)
     return SACPolicy(cfg.policy, enable_field=['learn'])
 
@@ -43,10 +45,11 @@ def _rate(fn, seconds: float, device: str) -> float:
 
 
 def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: bool = True) -> dict[str, float]:
-    """Per case, interleaved rounds of the eager step, the compiled step (``learn.compile``) and the bare update;
-    the median of each round's ratio to the bare update."""
+    """Per case, interleaved rounds of the eager step, the compiled step (``learn.compile``), on CUDA the graphed
+    step (``learn.cuda_graph``), and the bare update; the median of each round's ratio to the bare update."""
     results = {}
-    for name, (obs, act, hidden, batch) in CASES.items():
+    cuda = device.startswith('cuda')
+    for name, (obs, act, hidden, batch) in (CASES | GPU_CASES if cuda else CASES).items():
         buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
         buffer.push({'obs': torch.randn(10000, obs), 'action': torch.rand(10000, act) * 2 - 1,
                      'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
@@ -54,6 +57,8 @@ def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: boo
         steps = {'eager': _policy(obs, act, hidden, batch, device).learn_mode.forward}
         if compile:
             steps['compiled'] = _policy(obs, act, hidden, batch, device, compile=True).learn_mode.forward
+        if cuda:
+            steps['cuda graph'] = _policy(obs, act, hidden, batch, device, cuda_graph=True).learn_mode.forward
         bare = BareSAC(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
 
         def bare_step() -> None:

@@ -15,3 +15,15 @@ def test_resolve_device(monkeypatch):
         assert resolve_device(False, 'cuda:1') == 'cpu'   # a total_config.py saved on a GPU machine
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     assert resolve_device(True) == 'cuda' and resolve_device(True, 'cpu') == 'cpu'
+
+
+@pytest.mark.parametrize('cuda, buffer_device, expected', [(True, None, 'cuda'), (True, 'cpu', 'cpu'),
+                                                           (False, None, 'cpu')])
+def test_replay_buffer_follows_the_learner_unless_placed(monkeypatch, cuda, buffer_device, expected):
+    from ding_lite.config import compile_config
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    replay_buffer = {} if buffer_device is None else {'device': buffer_device}
+    main = dict(exp_name='unused', policy=dict(cuda=cuda, model=dict(obs_shape=3, action_shape=1),
+                                               other=dict(replay_buffer=replay_buffer)))
+    policy = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy
+    assert policy.device == ('cuda' if cuda else 'cpu') and policy.other.replay_buffer.device == expected

@@ -253,3 +253,13 @@ def test_compile_falls_back_to_eager_with_one_warning(monkeypatch):
         fallback, _ = _run_steps(_cfg(compile=True))
     for a, b in zip(eager._model.parameters(), fallback._model.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_cuda_graph_on_the_cpu_warns_once_and_runs_eagerly():
+    eager, eager_stats = _run_steps(_cfg())
+    with pytest.warns(RuntimeWarning, match="CUDA graphs need a CUDA device and this one runs on cpu") as record:
+        graphed, stats = _run_steps(_cfg(cuda_graph=True))
+    assert len([w for w in record if 'CUDA graph' in str(w.message)]) == 1
+    for a, b in zip(eager._model.parameters(), graphed._model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert stats.keys() == eager_stats.keys()

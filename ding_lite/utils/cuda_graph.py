@@ -1,0 +1,99 @@
+"""A learn step replayed from a captured CUDA graph, with a fallback to eager mode."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from ..data.collate import Batch, flatten_batch, unflatten_batch
+
+Step = Callable[[Batch], dict[str, Tensor]]
+
+
+def cuda_graph_or_eager(step: Step, device: torch.device | str, what: str, warmup: int = 3) -> Step:
+    """``CudaGraphStep(step)`` on a CUDA device; elsewhere ``step`` itself, with one warning naming ``what``."""
+    if torch.device(device).type == 'cuda':
+        return CudaGraphStep(step, torch.device(device), what, warmup)
+    warnings.warn(f"{what}: CUDA graphs need a CUDA device and this one runs on {device}; running it in eager mode",
+                  RuntimeWarning, stacklevel=2)
+    return step
+
+
+class CudaGraphStep:
+    """``step(batch) -> {name: tensor}`` captured once as a CUDA graph, then replayed.
+
+    The first ``warmup`` calls run eagerly on a side stream: they create what capture must not allocate (optimizer
+    state, cuBLAS workspaces). The next call captures ``step`` on static copies of its batch; each later call
+    copies its batch into them (one copy per field) and replays. Outputs are copied out of the graph's memory
+    (0-d statistics as one vector), so they outlive the next replay. A batch with other fields, shapes or dtypes
+    gets its own graph. Python values the step reads (learning rates, flags) are fixed at capture; call
+    ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``). If capture fails,
+    one warning and eager mode from then on.
+    """
+
+    def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3) -> None:
+        self._step, self._device, self._what, self._warmup = step, device, what, warmup
+        self._graphs: dict[tuple, tuple] = {}
+        self._eager_calls = 0
+        self.eager = False      # True once capture failed
+
+    def reset(self) -> None:
+        """Drop the captured graphs; the next call captures again."""
+        self._graphs.clear()
+
+    def __call__(self, batch: Batch) -> dict[str, Tensor]:
+        if self.eager:
+            return self._step(batch)
+        flat = flatten_batch(batch)
+        key = tuple((path, tuple(v.shape), v.dtype) for path, v in flat.items())
+        entry = self._graphs.get(key)
+        if entry is None:
+            if self._eager_calls < self._warmup:
+                self._eager_calls += 1
+                return self._side_stream(batch)
+            entry = self._capture(flat, key)
+            if entry is None:
+                return self._step(batch)
+        else:
+            torch._foreach_copy_(entry[0], list(flat.values()))
+        _, graph, names, vector, others = entry
+        graph.replay()
+        return dict(zip(names, vector.clone().unbind(0))) | {k: v.clone() for k, v in others.items()}
+
+    def _side_stream(self, batch: Batch) -> dict[str, Tensor]:
+        stream = torch.cuda.Stream(self._device)
+        stream.wait_stream(torch.cuda.current_stream(self._device))
+        with torch.cuda.stream(stream):
+            output = self._step(batch)
+        torch.cuda.current_stream(self._device).wait_stream(stream)
+        return output
+
+    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple) -> tuple | None:
+        static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
+
+        def packed_step() -> tuple[list[str], Tensor, dict[str, Tensor]]:
+            output = self._step(unflatten_batch(static))
+            names = [k for k, v in output.items() if v.dim() == 0 and v.dtype == torch.get_default_dtype()]
+            vector = torch.stack([output[k] for k in names]) if names else torch.zeros(0, device=self._device)
+            return names, vector, {k: v for k, v in output.items() if k not in names}
+
+        try:
+            graph, (names, vector, others) = self._record(packed_step)
+        except Exception as error:  # torch raises many types for what cannot be captured
+            self.eager = True
+            reason = str(error).splitlines()[0] if str(error) else ''
+            warnings.warn(f"capturing {self._what} as a CUDA graph failed ({type(error).__name__}: {reason}); "
+                          f"running it in eager mode", RuntimeWarning, stacklevel=3)
+            return None
+        self._graphs[key] = entry = (list(static.values()), graph, names, vector, others)
+        return entry
+
+    @staticmethod
+    def _record(fn: Callable[[], Any]) -> tuple[Any, Any]:
+        """``(graph, fn's outputs)``: ``fn`` captured (not run) as a graph whose ``replay()`` runs it."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            output = fn()
+        return graph, output
