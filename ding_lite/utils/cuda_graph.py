@@ -37,6 +37,7 @@ class CudaGraphStep:
         self._step, self._device, self._what, self._warmup = step, device, what, warmup
         self._graphs: dict[tuple, tuple] = {}
         self._eager_calls = 0
+        self._warmup_stream: torch.cuda.Stream | None = None
         self.eager = False      # True once capture failed
 
     def reset(self) -> None:
@@ -63,7 +64,7 @@ class CudaGraphStep:
         return dict(zip(names, vector.clone().unbind(0))) | {k: v.clone() for k, v in others.items()}
 
     def _side_stream(self, batch: Batch) -> dict[str, Tensor]:
-        stream = torch.cuda.Stream(self._device)
+        stream = self._warmup_stream = self._warmup_stream or torch.cuda.Stream(self._device)
         stream.wait_stream(torch.cuda.current_stream(self._device))
         with torch.cuda.stream(stream):
             output = self._step(batch)
@@ -94,6 +95,6 @@ class CudaGraphStep:
     def _record(fn: Callable[[], Any]) -> tuple[Any, Any]:
         """``(graph, fn's outputs)``: ``fn`` captured (not run) as a graph whose ``replay()`` runs it."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode='thread_local'):  # other threads may use CUDA meanwhile
             output = fn()
         return graph, output

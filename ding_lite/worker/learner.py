@@ -124,8 +124,11 @@ class BaseLearner:
             self.priority_info = {'priority': output['priority'], 'replay_buffer_idx': data['replay_buffer_idx']}
             if self.priority_buffer is not None:  # before the iteration hooks: a checkpoint sees the new priorities
                 self.priority_buffer.update(self.priority_info)
-        for key, value in output.items():
-            if key != 'priority':
+        stats = {key: value for key, value in output.items() if key != 'priority'}
+        if stats.keys() == self._sums.keys():  # the usual step: one fused in-place add
+            torch._foreach_add_(list(self._sums.values()), [stats[key] for key in self._sums])
+        else:
+            for key, value in stats.items():
                 self._sums[key] = self._sums[key] + value if key in self._sums else value.clone()
         self._count += 1
         self.last_iter.add(1)

@@ -167,3 +167,29 @@ def test_partial_worker_configs_keep_their_defaults(setup):
     assert collector._cfg.collect_print_freq == 100
     manager = BaseEnvManager([partial(PendulumEnv, {})], {'max_retry': 3})
     assert manager._cfg.auto_reset and manager._cfg.max_retry == 3
+
+
+def test_learner_logs_the_mean_of_each_statistic_since_the_last_log(setup):
+    cfg, _ = setup
+
+    class Scripted:  # learn_mode stand-in returning known statistics; the output's own tensors must stay as given
+        def __init__(self):
+            self.outputs = []
+
+        def forward(self, data):
+            i = float(len(self.outputs))
+            self.outputs.append({'loss': torch.tensor(i), 'q_value': torch.tensor(10 * i), 'priority': torch.ones(2)})
+            return self.outputs[-1]
+
+        monitor_vars = staticmethod(lambda: ['loss', 'q_value'])
+        state_dict = staticmethod(lambda: {})
+        load_state_dict = staticmethod(lambda state: None)
+
+    mode = Scripted()
+    learner = BaseLearner(cfg.policy.learn.learner, mode, exp_name=cfg.exp_name)
+    for _ in range(3):
+        learner.train({})
+    assert learner.log() == {'loss': 1.0, 'q_value': 10.0}
+    learner.train({})
+    assert learner.log() == {'loss': 3.0, 'q_value': 30.0}
+    assert [float(o['loss']) for o in mode.outputs] == [0.0, 1.0, 2.0, 3.0]   # summed into copies, not in place
