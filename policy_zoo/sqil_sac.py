@@ -24,9 +24,12 @@ class SQILSACPolicy(SACPolicy):
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)
         extra = {'grad_cos': self._grad_cos(batch)} if self._cfg.learn.monitor_cos else {}
-        stats = super()._forward_learn(batch)
+        return self._update(batch) | extra
+
+    def _update(self, batch: Batch) -> dict[str, Tensor]:
+        stats = super()._update(batch)
         agent_td, expert_td = stats['priority'].chunk(2)
-        return stats | extra | {'agent_td_error': agent_td.mean(), 'expert_td_error': expert_td.mean()}
+        return stats | {'agent_td_error': agent_td.mean(), 'expert_td_error': expert_td.mean()}
 
     def _grad_cos(self, batch: Batch) -> Tensor:
         """Cosine between the critic gradients of the agent half and the demonstration half (DI-engine's monitor)."""

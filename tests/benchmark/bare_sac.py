@@ -82,6 +82,54 @@ class BareSAC:
                     pt.mul_(1 - self.tau).add_(p, alpha=self.tau)
 
 
+class BareDiscreteSAC:
+    """Discrete SAC (Christodoulou 2019, CleanRL's sac_atari update on MLPs): expectations over all actions, twin
+    critics ``obs -> q [B, A]``, target entropy ``ratio * log|A|``."""
+
+    def __init__(self, obs_dim: int, n_act: int, hidden: int, lr_q: float, lr_pi: float, lr_alpha: float,
+                 gamma: float = 0.99, tau: float = 0.005, target_entropy_ratio: float = 0.89,
+                 device: str = 'cpu') -> None:
+        self.actor = mlp(obs_dim, hidden, n_act).to(device)
+        self.q1, self.q2 = mlp(obs_dim, hidden, n_act).to(device), mlp(obs_dim, hidden, n_act).to(device)
+        self.q1_t, self.q2_t = mlp(obs_dim, hidden, n_act).to(device), mlp(obs_dim, hidden, n_act).to(device)
+        self.q1_t.load_state_dict(self.q1.state_dict())
+        self.q2_t.load_state_dict(self.q2.state_dict())
+        self.q_opt = torch.optim.Adam(list(self.q1.parameters()) + list(self.q2.parameters()), lr=lr_q)
+        self.pi_opt = torch.optim.Adam(self.actor.parameters(), lr=lr_pi)
+        self.log_alpha = torch.full((1,), math.log(0.2), device=device, requires_grad=True)
+        self.a_opt = torch.optim.Adam([self.log_alpha], lr=lr_alpha)
+        self.target_entropy, self.gamma, self.tau = target_entropy_ratio * math.log(n_act), gamma, tau
+
+    def update(self, obs, action, reward, next_obs, done) -> None:
+        alpha = self.log_alpha.exp().detach()
+        with torch.no_grad():
+            next_logp = F.log_softmax(self.actor(next_obs), -1)
+            q_next = torch.min(self.q1_t(next_obs), self.q2_t(next_obs))
+            target = reward + self.gamma * (1 - done) * (next_logp.exp() * (q_next - alpha * next_logp)).sum(-1)
+        index = action.long().view(-1, 1)
+        q_loss = F.mse_loss(self.q1(obs).gather(1, index).squeeze(-1), target) + \
+            F.mse_loss(self.q2(obs).gather(1, index).squeeze(-1), target)
+        self.q_opt.zero_grad()
+        q_loss.backward()
+        self.q_opt.step()
+        logp = F.log_softmax(self.actor(obs), -1)
+        with torch.no_grad():
+            q = torch.min(self.q1(obs), self.q2(obs))
+        pi_loss = (logp.exp() * (alpha * logp - q)).sum(-1).mean()
+        self.pi_opt.zero_grad()
+        pi_loss.backward()
+        self.pi_opt.step()
+        entropy = -(logp.exp() * logp).sum(-1).detach()
+        a_loss = (self.log_alpha * (entropy - self.target_entropy)).mean()
+        self.a_opt.zero_grad()
+        a_loss.backward()
+        self.a_opt.step()
+        with torch.no_grad():
+            for net, tgt in ((self.q1, self.q1_t), (self.q2, self.q2_t)):
+                for p, pt in zip(net.parameters(), tgt.parameters()):
+                    pt.mul_(1 - self.tau).add_(p, alpha=self.tau)
+
+
 def train_pendulum(seed: int, stop_value: float = -250.0, max_env_step: int = 100_000) -> dict[str, float]:
     """The Pendulum config (10 envs, 5 eval episodes every 100 updates, ...) as one plain loop. Timed from its
     start, set-up included, as the framework's run is."""

@@ -1,10 +1,11 @@
-"""SAC learn-step throughput: ``SACPolicy.learn_mode.forward`` against a bare PyTorch SAC update.
+"""SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N]``. Same sizes, same
 process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
 updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
 on the GPU too, each timing window ends with a synchronize, the ``learn.cuda_graph=True`` step joins the rounds
-and the MuJoCo sizes run at batch 1024 as well.
+and the MuJoCo sizes run at batch 1024 as well. SQIL-SAC's update is SAC's on a mixed batch (against the bare SAC
+update); discrete SAC runs at CartPole's sizes against a bare discrete SAC update.
 """
 from __future__ import annotations
 
@@ -15,20 +16,22 @@ import torch
 
 from ding_lite.config import compile_config
 from ding_lite.data import ReplayBuffer
-from policy_zoo import SACPolicy
-from tests.benchmark.bare_sac import BareSAC
+from policy_zoo import SACPolicy, create_policy
+from tests.benchmark.bare_sac import BareDiscreteSAC, BareSAC
 
-CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': (17, 6, 256, 256),
-         'pendulum (obs 3, act 1, hidden 128, batch 128)': (3, 1, 128, 128)}
-GPU_CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 1024)': (17, 6, 256, 1024)}
+CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': ('sac', 17, 6, 256, 256),
+         'pendulum (obs 3, act 1, hidden 128, batch 128)': ('sac', 3, 1, 128, 128),
+         'sqil_sac, pendulum sizes': ('sqil_sac', 3, 1, 128, 128),
+         'discrete_sac, cartpole (obs 4, 2 actions, hidden 64, batch 64)': ('discrete_sac', 4, 2, 64, 64)}
+GPU_CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 1024)': ('sac', 17, 6, 256, 1024)}
 
 
-def _policy(obs: int, act: int, hidden: int, batch: int, device: str, **learn: bool) -> SACPolicy:
+def _policy(kind: str, obs: int, act: int, hidden: int, batch: int, device: str, **learn: bool) -> SACPolicy:
     main = dict(exp_name='bench_learn', policy=dict(device=device, model=dict(
         obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden),
         learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, **learn)))
-    cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False)
-    return SACPolicy(cfg.policy, enable_field=['learn'])
+    cfg = compile_config(main, create_cfg=dict(policy=dict(type=kind)), save_cfg=False)
+    return create_policy(cfg.policy, enable_field=['learn'])
 
 
 def _rate(fn, seconds: float, device: str) -> float:
@@ -49,17 +52,19 @@ def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: boo
     step (``learn.cuda_graph``), and the bare update; the median of each round's ratio to the bare update."""
     results = {}
     cuda = device.startswith('cuda')
-    for name, (obs, act, hidden, batch) in (CASES | GPU_CASES if cuda else CASES).items():
+    for name, (kind, *sizes) in (CASES | GPU_CASES if cuda else CASES).items():
+        obs, act, hidden, batch = sizes
+        discrete = kind == 'discrete_sac'
         buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
-        buffer.push({'obs': torch.randn(10000, obs), 'action': torch.rand(10000, act) * 2 - 1,
-                     'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
+        buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
+                     'action': torch.randint(act, (10000,)) if discrete else torch.rand(10000, act) * 2 - 1,
                      'done': torch.zeros(10000, dtype=torch.bool)})
-        steps = {'eager': _policy(obs, act, hidden, batch, device).learn_mode.forward}
+        steps = {'eager': _policy(kind, *sizes, device).learn_mode.forward}
         if compile:
-            steps['compiled'] = _policy(obs, act, hidden, batch, device, compile=True).learn_mode.forward
+            steps['compiled'] = _policy(kind, *sizes, device, compile=True).learn_mode.forward
         if cuda:
-            steps['cuda graph'] = _policy(obs, act, hidden, batch, device, cuda_graph=True).learn_mode.forward
-        bare = BareSAC(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
+            steps['cuda graph'] = _policy(kind, *sizes, device, cuda_graph=True).learn_mode.forward
+        bare = (BareDiscreteSAC if discrete else BareSAC)(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
 
         def bare_step() -> None:
             b = buffer.sample(batch)
