@@ -44,14 +44,14 @@ def _returns(exp_dir) -> list[tuple[str, str]]:
 
 def _crash_at(monkeypatch, call: int) -> None:
     """Make the learn step raise on its ``call``-th call, as a kill would stop the process there."""
-    original, calls = SACPolicy._forward_learn, [0]
+    original, calls = SACPolicy._update, [0]
 
-    def forward(self, data):
+    def update(self, batch):  # every SAC-family policy's step comes here
         calls[0] += 1
         if calls[0] == call:
             raise KeyboardInterrupt('simulated kill')
-        return original(self, data)
-    monkeypatch.setattr(SACPolicy, '_forward_learn', forward)
+        return original(self, batch)
+    monkeypatch.setattr(SACPolicy, '_update', update)
 
 
 @pytest.mark.parametrize('manager', ['base', 'subprocess'])
