@@ -145,7 +145,11 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
         run.buffer.push(random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
                                        run.collector_env.action_space, cfg.seed))
     with progress_bar(cfg, collector.envstep, max_env_step) as bar:
-        while True:
+        def finished() -> bool:
+            return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
+
+        done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
+        while not done:
             if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
                 if evaluator.should_eval(learner.train_iter):
                     stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
@@ -158,8 +162,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
                 bar.update(collector.envstep - bar.n)
                 loop.updates_left = cfg.policy.learn.update_per_collect
             _learn_round(cfg, run, sample)
-            if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
-                break
+            done = finished()
     learner.call_hook('after_run')
     summarise(cfg, learner, collector.envstep, evaluator)
 

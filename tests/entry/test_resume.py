@@ -203,3 +203,15 @@ def test_resume_by_path_continues_in_the_folder_of_that_run(tmp_path):
     serial_pipeline(_cfg(tmp_path / 'other'), max_train_iter=30, resume=str(checkpoint))
     assert not (tmp_path / 'other').exists()
     assert 'resumed the run from' in (tmp_path / 'first' / 'log' / 'learner.txt').read_text()
+
+
+def test_resuming_a_finished_run_trains_and_evaluates_no_more(tmp_path):
+    """A kill after the final checkpoint, then ``--resume``: the run is already at its budget and ends there."""
+    cfg = _cfg(tmp_path / 'run')
+    serial_pipeline(copy.deepcopy(cfg), seed=0, max_train_iter=40)   # eval_freq 10: evaluations at 0, 10, 20, 30
+    rows = _returns(tmp_path / 'run')
+    assert [int(it) for it, _ in rows] == [0, 10, 20, 30]
+    policy = serial_pipeline(copy.deepcopy(cfg), seed=0, max_train_iter=40, resume=True)
+    assert _returns(tmp_path / 'run') == rows                          # no second evaluation at 40
+    straight = serial_pipeline(_cfg(tmp_path / 'straight'), seed=0, max_train_iter=40)
+    assert _same_params(policy, straight)                               # and no learn step beyond the budget
