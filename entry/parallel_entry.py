@@ -159,9 +159,9 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     with progress_bar(cfg, loop.envstep, max_env_step) as driver.bar:
         for slot in run.pool.collectors:
             driver.request_collect(slot)
-        while not interrupted.is_set() and not driver.step():
-            if learner.train_iter >= max_train_iter:
-                break
+        # the stop is checked first: a run resumed from its final checkpoint ends there, evaluating nothing again
+        while not interrupted.is_set() and learner.train_iter < max_train_iter and not driver.done():
+            driver.step()
     if not interrupted.is_set():
         driver.finish_evaluation()
     learner.call_hook('after_run')
@@ -189,8 +189,12 @@ class Driver:
         self.bar: Any = None
         self._stop = False
 
-    def step(self) -> bool:
-        """One pass; True when the run is over (stop value, or the env-step budget and its learn steps done)."""
+    def done(self) -> bool:
+        """The run is over: the stop value, or the env-step budget and its learn steps done."""
+        return self._stop or (self._loop.envstep >= self._max_env_step and self._loop.updates_owed < 1)
+
+    def step(self) -> None:
+        """One pass: evaluate when due, take what the actors finished, learn one step when one is owed."""
         loop = self._loop
         self._maybe_evaluate()
         if loop.updates_owed >= 1 and self._run.buffer.count() < self._batch_size:
@@ -212,7 +216,6 @@ class Driver:
             loop.updates_owed -= 1
             self.times['learn'] += time.perf_counter() - start
             self._maybe_log()
-        return self._stop or (loop.envstep >= self._max_env_step and loop.updates_owed < 1)
 
     def request_collect(self, slot: Slot) -> None:
         """Ask ``slot``'s collector for its next transitions (random ones while the warm-up lasts)."""

@@ -181,6 +181,18 @@ def test_actors_share_the_cpus_of_a_smaller_running_ray(tmp_path, local_ray):
     assert buffer['count'] >= 120
 
 
+def test_resuming_a_finished_run_trains_and_evaluates_no_more(tmp_path, local_ray):
+    main, create = _tiny(tmp_path)
+    parallel_pipeline((copy.deepcopy(main), create), seed=0, max_train_iter=30)
+    csv_path = tmp_path / 'tiny' / 'log' / 'evaluator.csv'
+    rows, state = csv_path.read_text(), _last_state(main.exp_name)[0]
+    assert state['last_iter'] == 30
+    policy = parallel_pipeline((copy.deepcopy(main), create), seed=0, max_train_iter=30, resume=True)
+    assert csv_path.read_text() == rows and _last_state(main.exp_name)[0]['last_iter'] == 30
+    for key, value in state['model'].items():                             # no learn step past the budget
+        torch.testing.assert_close(policy.model.state_dict()[key], value, rtol=0, atol=0)
+
+
 # ---- the command line: Ctrl-C, resume, shutdown ----
 def _ray_processes() -> set[int]:
     pids = set()
