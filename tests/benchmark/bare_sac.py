@@ -18,6 +18,12 @@ def mlp(i: int, h: int, o: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(i, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, o))
 
 
+def _step(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
 class Actor(nn.Module):
     def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
         super().__init__()
@@ -63,28 +69,24 @@ class BareSAC:
             target = reward + self.gamma * (1 - done) * q_next
         x = torch.cat([obs, action], -1)
         q_loss = F.mse_loss(self.q1(x).squeeze(-1), target) + F.mse_loss(self.q2(x).squeeze(-1), target)
-        self.q_opt.zero_grad()
-        q_loss.backward()
-        self.q_opt.step()
+        _step(self.q_opt, q_loss)
         a, logp = self.actor.sample(obs)
         x = torch.cat([obs, a], -1)
-        pi_loss = (alpha * logp - torch.min(self.q1(x), self.q2(x)).squeeze(-1)).mean()
-        self.pi_opt.zero_grad()
-        pi_loss.backward()
-        self.pi_opt.step()
-        a_loss = (-self.log_alpha.exp() * (logp.detach() + self.target_entropy)).mean()
-        self.a_opt.zero_grad()
-        a_loss.backward()
-        self.a_opt.step()
+        _step(self.pi_opt, (alpha * logp - torch.min(self.q1(x), self.q2(x)).squeeze(-1)).mean())
+        self.alpha_and_targets((-self.log_alpha.exp() * (logp.detach() + self.target_entropy)).mean())
+
+    def alpha_and_targets(self, alpha_loss) -> None:
+        """The temperature's step, then the target critics' Polyak update."""
+        _step(self.a_opt, alpha_loss)
         with torch.no_grad():
             for net, tgt in ((self.q1, self.q1_t), (self.q2, self.q2_t)):
                 for p, pt in zip(net.parameters(), tgt.parameters()):
                     pt.mul_(1 - self.tau).add_(p, alpha=self.tau)
 
 
-class BareDiscreteSAC:
+class BareDiscreteSAC(BareSAC):
     """Discrete SAC (Christodoulou 2019, CleanRL's sac_atari update on MLPs): expectations over all actions, twin
-    critics ``obs -> q [B, A]``, target entropy ``ratio * log|A|``."""
+    critics ``obs -> q [B, A]``, target entropy ``ratio * log|A|``. Shares BareSAC's last steps, not its nets."""
 
     def __init__(self, obs_dim: int, n_act: int, hidden: int, lr_q: float, lr_pi: float, lr_alpha: float,
                  gamma: float = 0.99, tau: float = 0.005, target_entropy_ratio: float = 0.89,
@@ -109,25 +111,13 @@ class BareDiscreteSAC:
         index = action.long().view(-1, 1)
         q_loss = F.mse_loss(self.q1(obs).gather(1, index).squeeze(-1), target) + \
             F.mse_loss(self.q2(obs).gather(1, index).squeeze(-1), target)
-        self.q_opt.zero_grad()
-        q_loss.backward()
-        self.q_opt.step()
+        _step(self.q_opt, q_loss)
         logp = F.log_softmax(self.actor(obs), -1)
         with torch.no_grad():
             q = torch.min(self.q1(obs), self.q2(obs))
-        pi_loss = (logp.exp() * (alpha * logp - q)).sum(-1).mean()
-        self.pi_opt.zero_grad()
-        pi_loss.backward()
-        self.pi_opt.step()
+        _step(self.pi_opt, (logp.exp() * (alpha * logp - q)).sum(-1).mean())
         entropy = -(logp.exp() * logp).sum(-1).detach()
-        a_loss = (self.log_alpha * (entropy - self.target_entropy)).mean()
-        self.a_opt.zero_grad()
-        a_loss.backward()
-        self.a_opt.step()
-        with torch.no_grad():
-            for net, tgt in ((self.q1, self.q1_t), (self.q2, self.q2_t)):
-                for p, pt in zip(net.parameters(), tgt.parameters()):
-                    pt.mul_(1 - self.tau).add_(p, alpha=self.tau)
+        self.alpha_and_targets((self.log_alpha * (entropy - self.target_entropy)).mean())
 
 
 def train_pendulum(seed: int, stop_value: float = -250.0, max_env_step: int = 100_000) -> dict[str, float]:

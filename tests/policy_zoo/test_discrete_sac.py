@@ -216,3 +216,47 @@ cartpole_sac_create_config = dict(
 cartpole_sac_create_config = EasyDict(cartpole_sac_create_config)
 create_config = cartpole_sac_create_config
 '''
+
+
+def _bare_discrete_copy(policy: DiscreteSACPolicy):
+    """The benchmarks' hand-written discrete SAC, holding ``policy``'s weights."""
+    from tests.benchmark.bare_sac import BareDiscreteSAC
+    learn = policy._cfg.learn
+    bare = BareDiscreteSAC(4, 3, 32, learn.learning_rate_q, learn.learning_rate_policy, learn.learning_rate_alpha)
+    model = policy._model
+    with torch.no_grad():
+        for mine, theirs in zip([model.actor[0][0], model.actor[0][2], model.actor[1]], bare.actor[0::2]):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias)
+        for e, critics in enumerate([(bare.q1, bare.q1_t), (bare.q2, bare.q2_t)]):
+            for layer in (0, 2, 4):
+                for critic in critics:
+                    critic[layer].weight.copy_(model.critic[layer].weight[e].T)
+                    critic[layer].bias.copy_(model.critic[layer].bias[e, 0])
+    return bare
+
+
+def test_learn_steps_are_the_hand_written_discrete_sac_update():
+    """The benchmark compares like with like: after 3 steps on the same batches (auto alpha on), the framework's
+    actor, critics, target critics and alpha equal those of the bare discrete SAC update."""
+    torch.manual_seed(0)
+    main = dict(exp_name='unused', policy=dict(
+        model=dict(obs_shape=4, action_shape=3, actor_head_hidden_size=32, critic_head_hidden_size=32),
+        learn=dict(batch_size=16, learning_rate_q=1e-2, learning_rate_policy=1e-2, learning_rate_alpha=1e-2)))
+    policy = DiscreteSACPolicy(compile_config(main, create_cfg=dict(policy=dict(type='discrete_sac')),
+                                              save_cfg=False).policy)
+    bare = _bare_discrete_copy(policy)
+    for _ in range(3):
+        batch = default_collate([{'obs': torch.randn(4), 'action': torch.randint(3, ()), 'reward': float(torch.randn(())),
+                                  'next_obs': torch.randn(4), 'done': bool(i % 5 == 0)} for i in range(16)])
+        policy.learn_mode.forward(batch)
+        bare.update(batch.obs, batch.action, batch.reward, batch.next_obs, batch.done.float())
+    expected = _bare_discrete_copy(policy)
+    for mine, theirs in [(expected.actor, bare.actor), (expected.q1, bare.q1), (expected.q2, bare.q2)]:
+        for a, b in zip(mine.parameters(), theirs.parameters()):  # lr=1e-2 steps: a wrong loss moves them that far
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+    target = policy._target_model.critic
+    for e, critic in enumerate([bare.q1_t, bare.q2_t]):
+        for layer in (0, 2, 4):
+            torch.testing.assert_close(target[layer].weight[e].T, critic[layer].weight, rtol=0, atol=1e-6)
+    torch.testing.assert_close(policy._alpha.raw.detach(), bare.log_alpha.detach()[0], rtol=0, atol=1e-6)
