@@ -47,6 +47,8 @@ class EnsembleLinear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if x.dim() == 2:  # shared input: broadcast without copying
             x = x.unsqueeze(0).expand(self.weight.shape[0], -1, -1)
+        if self.weight.shape[-1] == 1 and x.is_cpu:  # one output (a critic's head): bmm's CPU matvec is ~3x slower
+            return (x * self.weight.transpose(1, 2)).sum(-1, keepdim=True) + self.bias
         return torch.baddbmm(self.bias, x, self.weight)
 
 

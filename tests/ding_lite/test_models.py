@@ -56,12 +56,23 @@ def test_twin_critics_are_independent_members():
     assert first[0].abs().sum() > 0 and first[1].abs().sum() == 0  # member 1 gets no gradient from q[0]
 
 
-def test_ensemble_linear_matches_per_member_linear():
-    layer = EnsembleLinear(2, 4, 3)
-    x = torch.randn(5, 4)
+@pytest.mark.parametrize('out_features', [3, 1])  # 1: a critic's head, computed without bmm on a CPU
+@pytest.mark.parametrize('shared', [True, False])
+def test_ensemble_linear_matches_per_member_linear(out_features, shared):
+    layer = EnsembleLinear(2, 4, out_features)
+    x = torch.randn(5, 4) if shared else torch.randn(2, 5, 4)
+    x.requires_grad_(True)
     out = layer(x)
-    for e in range(2):
-        torch.testing.assert_close(out[e], x @ layer.weight[e] + layer.bias[e])
+    assert out.shape == (2, 5, out_features)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    weight, bias = layer.weight.detach().requires_grad_(True), layer.bias.detach().requires_grad_(True)
+    x_ref = x.detach().requires_grad_(True)
+    expected = torch.stack([(x_ref if shared else x_ref[e]) @ weight[e] + bias[e] for e in range(2)])
+    expected.backward(grad)
+    torch.testing.assert_close(out, expected)
+    for got, want in [(layer.weight.grad, weight.grad), (layer.bias.grad, bias.grad), (x.grad, x_ref.grad)]:
+        torch.testing.assert_close(got, want)
 
 
 def test_discrete_shapes():
