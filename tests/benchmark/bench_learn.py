@@ -90,6 +90,8 @@ if __name__ == '__main__':
     parser.add_argument('--no-compile', action='store_true', help='skip the compiled step (compiling takes a while)')
     parser.add_argument('--threads', type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
+    if args.device.startswith('cuda') and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: this machine has no CUDA device")
     if args.threads:
         torch.set_num_threads(args.threads)
     run(device=args.device, compile=not args.no_compile)
