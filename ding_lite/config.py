@@ -327,7 +327,10 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     _check_batch_fits(policy)
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
     buffer = policy.other.replay_buffer  # on the learner's device unless set: with cuda, a batch never crosses PCIe
-    buffer.device = resolve_device(False, buffer.device) if buffer.get('device') else policy.device
+    if buffer.get('device'):
+        buffer.device = resolve_device(False, buffer.device)
+    elif policy.device != 'cpu':  # a CPU run saves None: its total_config.py re-run with cuda=True follows the GPU
+        buffer.device = policy.device
     return policy
 
 
