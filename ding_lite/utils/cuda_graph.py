@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch import Tensor
@@ -10,6 +10,14 @@ from torch import Tensor
 from ..data.collate import Batch, flatten_batch, unflatten_batch
 
 Step = Callable[[Batch], dict[str, Tensor]]
+
+
+class _Captured(NamedTuple):
+    inputs: list[Tensor]         # static batch fields, in flatten_batch order
+    graph: Any                   # torch.cuda.CUDAGraph (or a stand-in with replay())
+    names: list[str]             # the 0-d statistics, stacked into vector
+    vector: Tensor
+    others: dict[str, Tensor]    # every other output (priority [B], ...)
 
 
 def cuda_graph_or_eager(step: Step, device: torch.device | str, what: str, warmup: int = 3) -> Step:
@@ -35,7 +43,7 @@ class CudaGraphStep:
 
     def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3) -> None:
         self._step, self._device, self._what, self._warmup = step, device, what, warmup
-        self._graphs: dict[tuple, tuple] = {}
+        self._graphs: dict[tuple, _Captured] = {}
         self._eager_calls = 0
         self._warmup_stream: torch.cuda.Stream | None = None
         self.eager = False      # True once capture failed
@@ -58,10 +66,9 @@ class CudaGraphStep:
             if entry is None:
                 return self._step(batch)
         else:
-            torch._foreach_copy_(entry[0], list(flat.values()))
-        _, graph, names, vector, others = entry
-        graph.replay()
-        return dict(zip(names, vector.clone().unbind(0))) | {k: v.clone() for k, v in others.items()}
+            torch._foreach_copy_(entry.inputs, list(flat.values()))
+        entry.graph.replay()
+        return dict(zip(entry.names, entry.vector.clone().unbind(0))) | {k: v.clone() for k, v in entry.others.items()}
 
     def _side_stream(self, batch: Batch) -> dict[str, Tensor]:
         stream = self._warmup_stream = self._warmup_stream or torch.cuda.Stream(self._device)
@@ -71,7 +78,7 @@ class CudaGraphStep:
         torch.cuda.current_stream(self._device).wait_stream(stream)
         return output
 
-    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple) -> tuple | None:
+    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple) -> _Captured | None:
         static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
 
         def packed_step() -> tuple[list[str], Tensor, dict[str, Tensor]]:
@@ -88,7 +95,7 @@ class CudaGraphStep:
             warnings.warn(f"capturing {self._what} as a CUDA graph failed ({type(error).__name__}: {reason}); "
                           f"running it in eager mode", RuntimeWarning, stacklevel=3)
             return None
-        self._graphs[key] = entry = (list(static.values()), graph, names, vector, others)
+        self._graphs[key] = entry = _Captured(list(static.values()), graph, names, vector, others)
         return entry
 
     @staticmethod
