@@ -8,7 +8,8 @@ from ding_lite.data import save_demo
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
 from policy_zoo import create_policy
-from .utils import build_envs, check_spaces, compile_input, expert_mode
+from .env_check import fit_model_to_env
+from .utils import build_envs, compile_input, expert_mode
 
 
 def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001
@@ -24,7 +25,7 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     if n_episode is not None:
         cfg.policy.eval.evaluator.n_episode = n_episode
     _, evaluator_env = build_envs(cfg, env_setting, collect=False)
-    check_spaces(evaluator_env, cfg.policy)
+    fit_model_to_env(cfg, evaluator_env, save=False)
     if replay_path is not None:
         evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
@@ -68,7 +69,7 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_c
             raise ValueError("collect_demo_data needs the expert's weights: state_dict, state_dict_path, or "
                              "policy.collect.state_dict_path in the config")
     collector_env, _ = build_envs(cfg, env_setting)
-    check_spaces(collector_env, cfg.policy)
+    fit_model_to_env(cfg, collector_env, save=False)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=['collect', 'eval'])
     _load_weights(policy.collect_mode, cfg, state_dict, state_dict_path)

@@ -12,6 +12,7 @@ import math
 import signal
 import threading
 import time
+from functools import partial
 from types import SimpleNamespace
 from typing import Any, Iterator
 
@@ -25,10 +26,12 @@ from ding_lite.worker import InteractionSerialEvaluator
 from ding_lite.worker.collector import log_episodes
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager, get_vec_env_setting
+from envs.adapt import adapted_env
 from policy_zoo import Policy, create_policy
+from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
 from .serial_entry import build_learner, closing, learn_sampler, progress_bar, starting, summarise
-from .utils import check_spaces, compile_run, learner_threads
+from .utils import compile_run, learner_threads
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 
@@ -45,7 +48,7 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     ray = import_ray()
     cfg, resume_path = compile_run(input_cfg, seed, resume)
     with starting(cfg, resume_path):
-        run = build_parallel(cfg, env_setting, model)
+        run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
             if resume_path:
@@ -72,14 +75,15 @@ def import_ray() -> Any:
     return ray
 
 
-def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | None) -> SimpleNamespace:
+def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | None,
+                   save_cfg: bool = True) -> SimpleNamespace:
     """The driver's side of a parallel run: the policy, learner, replay buffer (on the learner's device), the
     evaluator's bookkeeping; the env setting and spaces are checked on one env here."""
     env_setting = tuple(env_setting or get_vec_env_setting(cfg.env))
     env_fn, collector_cfgs, _ = env_setting
-    probe = BaseEnvManager([lambda: env_fn(cfg=collector_cfgs[0])])
+    probe = BaseEnvManager([partial(adapted_env, env_fn, cfg=collector_cfgs[0])])
     try:
-        check_spaces(probe, cfg.policy)
+        fit_model_to_env(cfg, probe, save=save_cfg)
         env_ref = probe.env_ref
     finally:
         probe.close()
@@ -91,6 +95,7 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     policy = create_policy(cfg.policy, model=model, enable_field=['learn', 'eval'])
     tb_logger = build_tb_logger(cfg.exp_name, 'parallel')
     learner, buffer = build_learner(cfg, policy, tb_logger)
+    first_step(cfg, env_setting, policy, [buffer])
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, None, None, tb_logger, cfg.exp_name)
     loop = ParallelLoop(cfg.seed, cfg.parallel.collector_num)
     learner.attach('evaluator', evaluator)

@@ -18,7 +18,9 @@ from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, create_policy, get_policy_cls
-from .utils import build_envs, check_spaces, collect_batch, compile_run, learner_threads, random_collect
+from envs import get_vec_env_setting
+from .env_check import first_step, fit_model_to_env
+from .utils import build_envs, collect_batch, compile_run, learner_threads, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -34,7 +36,7 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     """
     cfg, resume_path = compile_run(input_cfg, seed, resume)
     with starting(cfg, resume_path):
-        run = build_serial(cfg, env_setting, model)
+        run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
             sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
@@ -45,10 +47,25 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     return run.policy
 
 
-def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None) -> SimpleNamespace:
-    """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked and seeded."""
+def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,
+                 save_cfg: bool = True) -> SimpleNamespace:
+    """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked against each other
+    (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded."""
+    env_setting = env_setting or get_vec_env_setting(cfg.env)
     collector_env, evaluator_env = build_envs(cfg, env_setting)
-    check_spaces(collector_env, cfg.policy)
+    run = None
+    try:
+        fit_model_to_env(cfg, collector_env, save=save_cfg)
+        run = _build_parts(cfg, collector_env, evaluator_env, model)
+        first_step(cfg, env_setting, run.policy, [run.buffer])
+    except BaseException:
+        for closable in run.closables if run else [collector_env, evaluator_env]:
+            closable.close()
+        raise
+    return run
+
+
+def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None) -> SimpleNamespace:
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if cfg.policy.deterministic:
         set_deterministic(True)

@@ -1,4 +1,4 @@
-"""Pieces shared by the pipelines: config input, env set-up, space checks, random collection."""
+"""Pieces shared by the pipelines: config input, env set-up, random collection."""
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +18,8 @@ from ding_lite.data.collate import batch_len, default_collate
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
-from policy_zoo import Policy, get_policy_cls
+from envs.adapt import adapted_env
+from policy_zoo import Policy
 
 
 def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
@@ -87,7 +88,7 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     env manager of ``env_setting`` = ``(env_fn, collector env cfgs, evaluator env cfgs)``."""
     env_fn, collector_cfgs, evaluator_cfgs = env_setting
     env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
-    manager = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
+    manager = create_env_manager(cfg.env.manager, [partial(adapted_env, env_fn, cfg=c) for c in env_cfgs])
     manager.seed(seed, dynamic_seed=which == 'collector')
     return manager
 
@@ -107,30 +108,6 @@ def learner_threads(cfg: EasyDict, reserved_cpus: float = 0) -> Iterator[int]:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(previous)
-
-
-def _flat(shape: Any) -> int | None:
-    if shape is None:
-        return None
-    return int(math.prod(shape)) if isinstance(shape, (list, tuple)) else int(shape)
-
-
-def check_spaces(env: Any, policy_cfg: EasyDict) -> None:
-    """Fail early, naming the config key, when the env's spaces do not fit the model config or policy kind."""
-    obs_space, act_space = env.observation_space, env.action_space
-    name = getattr(env.env_ref, 'env_id', type(env.env_ref).__name__)
-    kind = get_policy_cls(policy_cfg).action_space_type
-    if kind == 'continuous' and not isinstance(act_space, gym.spaces.Box):
-        raise ConfigError(f"policy {policy_cfg.type!r} needs continuous (Box) actions, but env {name!r} has {act_space}")
-    if kind == 'discrete' and not isinstance(act_space, gym.spaces.Discrete):
-        raise ConfigError(f"policy {policy_cfg.type!r} needs Discrete actions, but env {name!r} has {act_space}")
-    model = policy_cfg.get('model', {})
-    env_obs = _flat(obs_space.shape) if isinstance(obs_space, gym.spaces.Box) else None
-    env_act = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else _flat(act_space.shape)
-    for key, env_value in (('obs_shape', env_obs), ('agent_obs_shape', env_obs), ('action_shape', env_act)):
-        if env_value is not None and model.get(key) is not None and _flat(model[key]) != env_value:
-            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name!r}, "
-                              f"whose {'action' if key == 'action_shape' else 'observation'} size is {env_value}")
 
 
 class RandomCollectPolicy:

@@ -43,6 +43,10 @@ class BaseEnv(abc.ABC):
         evaluator_env_num=1,        # envs the evaluator steps
         n_evaluator_episode=None,   # episodes per evaluation; None: one per evaluator env
         stop_value=None,            # the evaluation mean return that ends training; None: never
+        norm_obs=dict(              # observation normalisation (SB3's VecNormalize), kept with the policy's model
+            use_norm=False,         # normalise by running mean/std of collected observations (frozen in evaluation)
+            clip=10.0,              # normalised observations are clipped to [-clip, clip]
+        ),
     )
 
     @classmethod

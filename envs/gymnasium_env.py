@@ -10,6 +10,7 @@ from easydict import EasyDict
 
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_REGISTRY
+from .adapt import AdaptObservation, ObsAdapter, apply_wrappers
 from .base_env import BaseEnv, BaseEnvTimestep
 
 
@@ -58,7 +59,8 @@ class GymnasiumEnv(BaseEnv):
         env_id=None,              # the gymnasium id, e.g. 'Pendulum-v1'
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
         env_kwargs=dict(),        # passed to gymnasium.make
-        frame_stack=1,            # the last k observations stacked on a new first axis (pixels); 1: none
+        wrappers=[],              # gymnasium wrappers, innermost first: 'ClipAction', 'pkg.Wrapper', dict(type=..., **kw)
+        frame_stack=1,            # the last k observations stacked (after wrappers; image frames' channels); 1: none
     )
 
     def __init__(self, cfg: dict | None = None) -> None:
@@ -79,14 +81,20 @@ class GymnasiumEnv(BaseEnv):
         self._episode_return, self._episode_steps = 0.0, 0
 
     def _make(self, **kwargs: Any) -> gym.Env:
-        """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s), frames stacked if asked."""
+        """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s) inside the config's wrappers,
+        frames stacked if asked, observations adapted for the models (``ObsAdapter``)."""
         try:
             env = gym.make(self._gym_id, **self._make_kwargs, **kwargs)
         except (gym.error.Error, ImportError, TypeError) as error:
             raise ValueError(f"cannot make gymnasium env {self._gym_id!r}: {error}") from error
+        env = apply_wrappers(env, self._cfg.wrappers)
         if self._cfg.frame_stack > 1:
             env = gym.wrappers.FrameStackObservation(env, int(self._cfg.frame_stack))
-        return env
+        adapter = ObsAdapter(env.observation_space)
+        if adapter.identity:
+            return env
+        adapter.log_once(self._gym_id)
+        return AdaptObservation(env, adapter)
 
     @classmethod
     def resolve_id(cls, cfg: dict) -> tuple[str, dict]:
@@ -269,10 +277,9 @@ class BipedalWalkerEnv(DIEngineEnv):
 class MujocoEnv(DIEngineEnv):
     """A gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant and Humanoid on v4)."""
 
-    config = dict(norm_obs=dict(use_norm=False), norm_reward=dict(use_norm=False))  # DI-engine's keys; off only
+    config = dict(norm_reward=dict(use_norm=False))  # DI-engine's key; off only (norm_obs works for every env)
 
     def __init__(self, cfg: dict | None = None) -> None:
         super().__init__(cfg)
-        for key in ('norm_obs', 'norm_reward'):
-            if (self._cfg.get(key) or {}).get('use_norm'):
-                raise ValueError(f"env.{key}.use_norm=True is not supported by the mujoco env; set it to False")
+        if (self._cfg.get('norm_reward') or {}).get('use_norm'):
+            raise ValueError("env.norm_reward.use_norm=True is not supported by the mujoco env; set it to False")

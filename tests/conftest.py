@@ -29,7 +29,7 @@ class ToyPolicy:
 
 
 class ToyEnv:
-    config = dict(env_id='Toy-v0', collector_env_num=1, evaluator_env_num=1)
+    config = dict(env_id='Toy-v0', collector_env_num=1, evaluator_env_num=1, stop_value=None, max_reward=0.0, shape=())
 
     @classmethod
     def default_config(cls) -> EasyDict:

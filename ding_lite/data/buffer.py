@@ -1,6 +1,8 @@
 """Uniform replay buffer: preallocated per-field tensors written as a ring, sampled by one gather per field."""
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import torch
@@ -9,7 +11,7 @@ from torch import Tensor
 
 from ..registry import BUFFER_REGISTRY, import_names
 from ..utils.checkpoint import load_file, save_file
-from ..utils.default_config import class_default_config, with_defaults
+from ..utils.default_config import ConfigError, ConfigWarning, class_default_config, with_defaults
 from ..utils.device import resolve_device
 from .collate import Batch, batch_len, default_collate, flatten_batch, unflatten_batch
 
@@ -94,7 +96,27 @@ class ReplayBuffer:
     def clear(self) -> None:
         self._ptr = self._count = 0
 
+    def check_memory(self, example: dict) -> None:
+        """``ConfigError`` when ``size`` transitions like ``example`` (one transition's fields) would not fit in the
+        memory available on the buffer's device; one warning above half of it. Run before anything is collected."""
+        if not self._storage:
+            self._check_bytes(flatten_batch(default_collate([example], as_batch=False)))
+
+    def _check_bytes(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        per = sum(math.prod(v.shape[1:]) * v.element_size() for v in flat.values())
+        need, free = per * self.size, available_memory(self.device)
+        if free is None or need <= free // 2:
+            return
+        gib = lambda n: f"{n / 2 ** 30:.1f} GiB"  # noqa: E731
+        what = (f"the replay buffer needs {gib(need)} for replay_buffer_size={self.size} transitions of {per} bytes "
+                f"each, and {gib(free)} of memory is available on {self.device}")
+        if need > free:
+            raise ConfigError(f"{what}: set policy.other.replay_buffer.replay_buffer_size to at most "
+                              f"{free // per} (half the memory: {free // 2 // per})")
+        warnings.warn(f"{what}: more than half of it", ConfigWarning, stacklevel=3)
+
     def _allocate(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        self._check_bytes(flat)
         self._storage = {path: torch.zeros((self.size,) + tuple(v.shape[1:]), dtype=v.dtype, device=self.device)
                          for path, v in flat.items()}
 
@@ -158,6 +180,21 @@ class ReplayBuffer:
 
     def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
         """Restore ``_extra_state``: its per-slot entries now belong to ``slots``."""
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for new tensors on ``device``: the GPU's free memory, or Linux's ``MemAvailable`` (None where
+    unknown)."""
+    if device.type == 'cuda':
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def create_buffer(cfg: dict, *args: Any, **kwargs: Any) -> ReplayBuffer:

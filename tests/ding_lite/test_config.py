@@ -52,10 +52,17 @@ def test_bad_policy_values_name_the_path(policy, message):
     assert message in str(info.value)
 
 
-def test_env_is_free_form_but_values_checked():
+def test_env_keys_are_those_the_env_declares_and_values_checked():
     main, create = _cfgs()
-    main['env']['anything_goes'] = dict(nested=1)
-    assert compile_config(main, create_cfg=create, save_cfg=False).env.anything_goes.nested == 1
+    main['env']['totally_bogus_key'] = 1
+    with pytest.raises(ConfigError, match="unknown config key 'env.totally_bogus_key'; no similar key"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+    main['env'] = dict(main['env'], totally_bogus_key=None)
+    del main['env']['totally_bogus_key']
+    main['env']['stop_valu'] = 3
+    with pytest.raises(ConfigError, match="unknown config key 'env.stop_valu'; did you mean 'env.stop_value'"):
+        compile_config(main, create_cfg=create, save_cfg=False)
+    del main['env']['stop_valu']
     main['env']['evaluator_env_num'] = 0
     with pytest.raises(ConfigError, match="'env.evaluator_env_num' must be a positive number"):
         compile_config(main, create_cfg=create, save_cfg=False)

@@ -6,12 +6,10 @@ import pytest
 from ding_lite.registry import ENV_REGISTRY
 from envs import BaseEnvTimestep, CartPoleEnv, GymnasiumEnv, PendulumEnv
 
-
 def test_registered_names_and_default_ids():
     assert ENV_REGISTRY.get('gymnasium') is GymnasiumEnv
     assert ENV_REGISTRY.get('pendulum')().env_id == 'Pendulum-v1'
     assert ENV_REGISTRY.get('cartpole')().env_id == 'CartPole-v1'
-
 
 def test_action_scaling_into_bounds():
     env = PendulumEnv()
@@ -27,7 +25,6 @@ def test_action_scaling_into_bounds():
     assert unscaled._env.unwrapped.last_u == pytest.approx(1.5)
     assert unscaled.action_space.high.tolist() == [2.0]
 
-
 def test_time_limit_end_is_done_and_truncated_with_return():
     env = PendulumEnv({'env_kwargs': {'max_episode_steps': 5}})
     env.seed(1)
@@ -42,7 +39,6 @@ def test_time_limit_end_is_done_and_truncated_with_return():
     assert timestep.info['TimeLimit.truncated'] is True
     assert timestep.info['eval_episode_return'] == pytest.approx(sum(rewards), rel=1e-5)
 
-
 def test_termination_is_not_truncation():
     env = CartPoleEnv()
     env.seed(0)
@@ -55,7 +51,6 @@ def test_termination_is_not_truncation():
     assert timestep.done and timestep.info['TimeLimit.truncated'] is False
     assert 'eval_episode_return' in timestep.info
 
-
 def test_seeding_reproducible_and_dynamic():
     a, b = PendulumEnv(), PendulumEnv()
     a.seed(7), b.seed(7)
@@ -66,13 +61,11 @@ def test_seeding_reproducible_and_dynamic():
     fixed.seed(7, dynamic_seed=False)
     np.testing.assert_array_equal(fixed.reset(), fixed.reset())  # eval convention: same start every time
 
-
 def test_bad_env_id():
     with pytest.raises(ValueError, match="needs env.env_id"):
         GymnasiumEnv({})
     with pytest.raises(ValueError, match="cannot make gymnasium env 'NoSuchEnv-v0'"):
         GymnasiumEnv({'env_id': 'NoSuchEnv-v0'})
-
 
 @pytest.mark.parametrize('env_type, gym_era, installed', [
     ('lunarlander', 'LunarLanderContinuous-v2', 'LunarLanderContinuous-v3'),
@@ -94,16 +87,15 @@ def test_di_engine_env_types_map_gym_era_ids(env_type, gym_era, installed, caplo
         assert env.observation_space.shape == (111,)                  # DI-engine's Ant config: obs_shape 111
     env.close()
 
-
 def test_the_plain_gymnasium_type_maps_nothing():
     with pytest.raises(ValueError, match="cannot make gymnasium env 'Hopper-v3'"):
         GymnasiumEnv({'env_id': 'Hopper-v3'})
-
 
 def test_bipedalwalker_reward_clip_and_mujoco_norm_keys():
     from envs import BipedalWalkerEnv, MujocoEnv
     env = BipedalWalkerEnv({'rew_clip': True})
     assert env._train_reward(-100.0) == -10.0 and env._train_reward(3.0) == 3.0
     assert BipedalWalkerEnv({})._train_reward(-100.0) == -100.0
-    with pytest.raises(ValueError, match='norm_obs.use_norm=True is not supported'):
-        MujocoEnv({'env_id': 'Hopper-v5', 'norm_obs': {'use_norm': True}})
+    with pytest.raises(ValueError, match='norm_reward.use_norm=True is not supported'):
+        MujocoEnv({'env_id': 'Hopper-v5', 'norm_reward': {'use_norm': True}})
+

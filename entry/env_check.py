@@ -1,0 +1,136 @@
+"""The env against the model and policy, before anything is collected: shapes read or checked, one first step."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from easydict import EasyDict
+
+from ding_lite.config import ConfigError, save_config
+from ding_lite.data.collate import to_scalar
+from envs.adapt import adapted_env
+from policy_zoo import Policy, get_policy_cls
+
+_OBS_KEYS = ('obs_shape', 'agent_obs_shape', 'global_obs_shape')  # DI-engine's names of the observation size
+
+
+def env_name(env: Any) -> str:
+    ref = getattr(env, 'env_ref', env)
+    return repr(getattr(ref, 'env_id', type(ref).__name__))
+
+
+def model_obs_shape(space: gym.Space) -> int | list[int]:
+    """The model's ``obs_shape`` for an (adapted) observation space: ``[C, H, W]`` for images, else a size."""
+    if isinstance(space, gym.spaces.Dict) and 'obs' in space.spaces:  # {'obs', 'action_mask'}
+        space = space['obs']
+    shape = tuple(space.shape)
+    return [int(s) for s in shape] if len(shape) == 3 else int(math.prod(shape))
+
+
+def _action_size(policy_cfg: EasyDict, space: gym.Space, name: str) -> int:
+    """The action size the model needs; ``ConfigError`` for a space the policy kind cannot act in."""
+    kind = get_policy_cls(policy_cfg).action_space_type
+    other = {'continuous': "'discrete_sac' (Discrete actions)", 'discrete': "'sac' (Box actions)"}[kind]
+    if kind == 'continuous' and isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+        return int(space.shape[0])
+    if kind == 'discrete' and isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)):
+        hint = 'flatten it with a wrapper in env.wrappers' if isinstance(space, gym.spaces.Box) and \
+            kind == 'continuous' else f"use policy {other}"
+    else:  # MultiDiscrete, MultiBinary, Dict, Tuple, ...
+        hint = ("the SAC family acts in a 1-D Box ('sac') or a Discrete space ('discrete_sac'); map the env's "
+                "actions to one with a gymnasium action wrapper in env.wrappers")
+    wanted = 'a 1-D Box' if kind == 'continuous' else 'a Discrete'
+    raise ConfigError(f"policy {policy_cfg.type!r} needs {wanted} action space, but env {name} has {space}: {hint}")
+
+
+def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
+    """Fill ``policy.model.obs_shape``/``action_shape`` from the env's adapted spaces where the config leaves them
+    out (then re-save ``total_config.py`` when ``save``), check them where given, and refuse action spaces the
+    policy cannot use: each a ``ConfigError`` naming the key, the env's value and the model's."""
+    name, model = env_name(env), cfg.policy.model
+    env_obs, env_act = model_obs_shape(env.observation_space), _action_size(cfg.policy, env.action_space, name)
+    filled = []
+    given = [key for key in _OBS_KEYS if model.get(key) is not None]
+    for key in given:
+        if not _same_shape(model[key], env_obs):
+            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose observations "
+                              f"are {env_obs!r} (after adaptation{', CHW' if isinstance(env_obs, list) else ''}): "
+                              f"set {key}={env_obs!r}, or leave it out to read it from the env")
+    if not given and 'obs_shape' in model:
+        model.obs_shape = env_obs
+        filled.append(f"obs_shape={env_obs!r}")
+    if model.get('action_shape') is not None and _flat(model.action_shape) != env_act:
+        raise ConfigError(f"policy.model.action_shape={model.action_shape!r} does not match env {name}, whose "
+                          f"action {'count' if isinstance(env.action_space, gym.spaces.Discrete) else 'size'} is "
+                          f"{env_act}: set action_shape={env_act}, or leave it out to read it from the env")
+    if model.get('action_shape') is None and 'action_shape' in model:
+        model.action_shape = env_act
+        filled.append(f"action_shape={env_act}")
+    if filled and save and os.path.isdir(cfg.exp_name):
+        save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
+
+
+def _flat(shape: Any) -> int:
+    return int(math.prod(shape)) if isinstance(shape, (list, tuple)) else int(shape)
+
+
+def _same_shape(given: Any, env_obs: int | list[int]) -> bool:
+    if isinstance(env_obs, list):  # an image: the layout matters, not only the size
+        return isinstance(given, (list, tuple)) and [int(s) for s in given] == env_obs
+    return not (isinstance(given, (list, tuple)) and len(given) > 1) and _flat(given) == env_obs
+
+
+def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[Any] = ()) -> None:
+    """Reset one env (a probe built as the run's envs are), run its observation through the collect and eval
+    forwards, step it with the collect action, and check that ``buffers`` fit in memory: a ``ConfigError`` naming
+    what failed, before any env step is collected. The run's random streams are left as they were."""
+    env_fn, collector_cfgs, _ = env_setting
+    env = adapted_env(env_fn, cfg=collector_cfgs[0])
+    name = env_name(env)
+    try:
+        env.seed(cfg.seed, dynamic_seed=False)
+        obs = env.reset()
+        _check_obs(obs, env.observation_space, name, 'reset')
+        with torch.random.fork_rng(devices=[]):
+            outputs = {mode: _forward(policy, mode, obs, name, cfg) for mode in ('collect', 'eval')}
+        action = outputs['collect']['action'].numpy()
+        try:
+            timestep = env.step(action)
+        except Exception as error:  # the env's own check of the action, whatever it raises
+            raise ConfigError(f"first step: env {name} rejected the policy's action {action!r} (shape "
+                              f"{action.shape}, {action.dtype}) for its action space {env.action_space}: "
+                              f"{type(error).__name__}: {error}") from error
+        _check_obs(timestep.obs, env.observation_space, name, 'step')
+        to_scalar(timestep.reward, f"env {name}'s reward")
+        example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.float64(0), 'done': False}
+        for buffer in buffers:
+            buffer.check_memory(example)
+    finally:
+        env.close()
+
+
+def _check_obs(obs: Any, space: gym.Space, name: str, where: str) -> None:
+    if not isinstance(space, gym.spaces.Box):
+        return
+    array = np.asarray(obs)
+    if array.shape != space.shape:
+        raise ConfigError(f"first step: env {name}'s {where} returned an observation of shape {array.shape}, but its "
+                          f"observation_space says {space.shape}: make the two agree")
+
+
+def _forward(policy: Policy, mode: str, obs: Any, name: str, cfg: EasyDict) -> dict[str, torch.Tensor]:
+    try:
+        return getattr(policy, f'{mode}_mode').forward({0: obs})[0]
+    except Exception as error:  # a model that cannot take the env's observations fails in torch, at any depth
+        array = np.asarray(obs) if not isinstance(obs, dict) else None
+        what = f"shape {array.shape}, {array.dtype}" if array is not None else f"a {type(obs).__name__}"
+        model = {k: cfg.policy.model.get(k) for k in ('type', *_OBS_KEYS, 'action_shape') if k in cfg.policy.model}
+        raise ConfigError(f"first step: policy {cfg.policy.type!r}'s {mode} forward failed on env {name}'s first "
+                          f"observation ({what}) with policy.model {model}: {type(error).__name__}: "
+                          f"{str(error).splitlines()[0] if str(error) else ''}") from error
