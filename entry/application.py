@@ -7,9 +7,8 @@ from torch import nn
 from ding_lite.data import save_demo
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
-from policy_zoo import create_policy
 from .env_check import fit_model_to_env
-from .utils import build_envs, compile_input, expert_mode
+from .utils import build_envs, compile_input, create_run_policy, expert_mode
 
 
 def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001
@@ -29,7 +28,7 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     if replay_path is not None:
         evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-    policy = create_policy(cfg.policy, model=model, enable_field=['eval'])
+    policy = create_run_policy(cfg, model=model, enable_field=['eval'])
     if state_dict is not None or load_path is not None:
         _load_weights(policy.eval_mode, cfg, state_dict, load_path)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
@@ -71,7 +70,7 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_c
     collector_env, _ = build_envs(cfg, env_setting)
     fit_model_to_env(cfg, collector_env, save=False)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-    policy = create_policy(cfg.policy, model=model, enable_field=['collect', 'eval'])
+    policy = create_run_policy(cfg, model=model, enable_field=['collect', 'eval'])
     _load_weights(policy.collect_mode, cfg, state_dict, state_dict_path)
     collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, expert_mode(policy, deterministic),
                                       exp_name=cfg.exp_name, instance_name='demo_collector')

@@ -45,8 +45,8 @@ def _action_size(policy_cfg: EasyDict, space: gym.Space, name: str) -> int:
     else:  # MultiDiscrete, MultiBinary, Dict, Tuple, ...
         hint = ("the SAC family acts in a 1-D Box ('sac') or a Discrete space ('discrete_sac'); map the env's "
                 "actions to one with a gymnasium action wrapper in env.wrappers")
-    wanted = 'a 1-D Box' if kind == 'continuous' else 'a Discrete'
-    raise ConfigError(f"policy {policy_cfg.type!r} needs {wanted} action space, but env {name} has {space}: {hint}")
+    wanted = 'continuous (Box)' if kind == 'continuous' else 'Discrete'
+    raise ConfigError(f"policy {policy_cfg.type!r} needs {wanted} actions, but env {name} has {space}: {hint}")
 
 
 def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
@@ -59,16 +59,17 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     given = [key for key in _OBS_KEYS if model.get(key) is not None]
     for key in given:
         if not _same_shape(model[key], env_obs):
-            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose observations "
-                              f"are {env_obs!r} (after adaptation{', CHW' if isinstance(env_obs, list) else ''}): "
-                              f"set {key}={env_obs!r}, or leave it out to read it from the env")
+            whose = f"observations are {env_obs!r} (CHW, after adaptation)" if isinstance(env_obs, list) else \
+                f"observation size is {env_obs} (after adaptation)"
+            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose {whose}: set "
+                              f"{key}={env_obs!r}, or leave it out to read it from the env")
     if not given and 'obs_shape' in model:
         model.obs_shape = env_obs
         filled.append(f"obs_shape={env_obs!r}")
     if model.get('action_shape') is not None and _flat(model.action_shape) != env_act:
         raise ConfigError(f"policy.model.action_shape={model.action_shape!r} does not match env {name}, whose "
-                          f"action {'count' if isinstance(env.action_space, gym.spaces.Discrete) else 'size'} is "
-                          f"{env_act}: set action_shape={env_act}, or leave it out to read it from the env")
+                          f"action size is {env_act}: set action_shape={env_act}, or leave it out to read it from "
+                          f"the env")
     if model.get('action_shape') is None and 'action_shape' in model:
         model.action_shape = env_act
         filled.append(f"action_shape={env_act}")

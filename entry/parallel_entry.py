@@ -27,11 +27,11 @@ from ding_lite.worker.collector import log_episodes
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager, get_vec_env_setting
 from envs.adapt import adapted_env
-from policy_zoo import Policy, create_policy
+from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
 from .serial_entry import build_learner, closing, learn_sampler, progress_bar, starting, summarise
-from .utils import compile_run, learner_threads
+from .utils import compile_run, create_run_policy, learner_threads, observe
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 
@@ -92,7 +92,7 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
         set_deterministic(True)
     if cfg.policy.other.replay_buffer.device == 'cpu':
         cfg.policy.other.replay_buffer.device = cfg.policy.device  # a batch never crosses to the learner's device
-    policy = create_policy(cfg.policy, model=model, enable_field=['learn', 'eval'])
+    policy = create_run_policy(cfg, model=model, enable_field=['learn', 'eval'])
     tb_logger = build_tb_logger(cfg.exp_name, 'parallel')
     learner, buffer = build_learner(cfg, policy, tb_logger)
     first_step(cfg, env_setting, policy, [buffer])
@@ -238,8 +238,9 @@ class Driver:
             loop.lost += request['size']
             self._warmup_left += request['size'] if request['warmup'] else 0
         else:
-            self._run.buffer.push(unflatten_batch({k: torch.from_numpy(v.copy()) for k, v in
-                                                   result['batch'].items()}))
+            batch = unflatten_batch({k: torch.from_numpy(v.copy()) for k, v in result['batch'].items()})
+            self._run.buffer.push(batch)
+            observe(self._run.policy, batch)
             loop.envstep += result['count']
             if not request['warmup']:
                 loop.updates_owed += self._cfg.policy.learn.update_per_collect * result['count'] \

@@ -17,10 +17,10 @@ from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_logger, build_tb_logger
-from policy_zoo import Policy, create_policy, get_policy_cls
+from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .utils import build_envs, collect_batch, compile_run, learner_threads, random_collect
+from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -69,7 +69,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if cfg.policy.deterministic:
         set_deterministic(True)
-    policy = create_policy(cfg.policy, model=model)
+    policy = create_run_policy(cfg, model=model)
     tb_logger = build_tb_logger(cfg.exp_name)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
@@ -159,8 +159,8 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
     if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
-        run.buffer.push(random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
-                                       run.collector_env.action_space, cfg.seed))
+        _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                                  run.collector_env.action_space, cfg.seed))
     with progress_bar(cfg, collector.envstep, max_env_step) as bar:
         def finished() -> bool:
             return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
@@ -173,7 +173,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
                     bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
                     if stop:
                         break
-                run.buffer.push(collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+                _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
                 if after_collect is not None:
                     after_collect()
                 bar.update(collector.envstep - bar.n)
@@ -182,6 +182,11 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
             done = finished()
     learner.call_hook('after_run')
     summarise(cfg, learner, collector.envstep, evaluator)
+
+
+def _push(run: SimpleNamespace, batch: dict[str, Any]) -> None:
+    run.buffer.push(batch)
+    observe(run.policy, batch)
 
 
 def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:

@@ -12,9 +12,11 @@ from torch import nn
 from ding_lite.config import ConfigError, ConfigWarning
 from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
-from policy_zoo import Policy, create_policy
+from policy_zoo import Policy
+from .env_check import fit_model_to_env
 from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
-from .utils import build_envs, collect_batch, compile_input, compile_run, expert_mode, learner_threads
+from .utils import build_envs, collect_batch, compile_input, compile_run, create_run_policy, expert_mode, \
+    learner_threads
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
@@ -31,7 +33,7 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
                          "and expert_cfg (an expert policy collecting online)")
     cfg, resume_path = compile_run(input_cfg, seed, resume)
     with starting(cfg, resume_path):
-        run = build_serial(cfg, env_setting, model)
+        run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
             if expert_data_path is not None:
@@ -59,9 +61,11 @@ def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Modu
     if not model_path:
         raise ConfigError("the online SQIL expert needs its checkpoint: set policy.collect.model_path (in the SQIL "
                           "config, where DI-engine reads it, or in the expert config)")
-    policy = create_policy(expert.policy, model=model, enable_field=['collect', 'eval'])
-    policy.collect_mode.load_state_dict(load_checkpoint(model_path))
     env, _ = build_envs(expert, collect=True)
+    run.closables.append(env)
+    fit_model_to_env(expert, env, save=False)
+    policy = create_run_policy(expert, model=model, enable_field=['collect', 'eval'])
+    policy.collect_mode.load_state_dict(load_checkpoint(model_path))
     collector = create_serial_collector(expert.policy.collect.collector, env=env, policy=expert_mode(policy),
                                         exp_name=cfg.exp_name, instance_name='expert_collector')
     run.closables.append(collector)

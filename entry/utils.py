@@ -12,14 +12,16 @@ import gymnasium as gym
 import numpy as np
 import torch
 from easydict import EasyDict
+from torch import nn
 
 from ding_lite.config import ConfigError, compile_config, read_config
 from ding_lite.data.collate import batch_len, default_collate
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
+from ding_lite.model import RunningObsNorm
 from envs.adapt import adapted_env
-from policy_zoo import Policy
+from policy_zoo import Policy, create_policy, get_policy_cls
 
 
 def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
@@ -108,6 +110,33 @@ def learner_threads(cfg: EasyDict, reserved_cpus: float = 0) -> Iterator[int]:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(previous)
+
+
+def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
+                      enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
+    """The run's policy. With ``env.norm_obs.use_norm`` its model carries a ``RunningObsNorm`` as ``obs_norm``, so
+    the statistics go wherever the model's weights go (checkpoints, Ray actors, ``eval``)."""
+    norm = cfg.env.get('norm_obs') or {}
+    if norm.get('use_norm'):
+        shape = cfg.policy.model.get('obs_shape') or cfg.policy.model.get('agent_obs_shape')
+        if isinstance(shape, (list, tuple)) and len(shape) == 1:
+            shape = int(shape[0])
+        if not isinstance(shape, int):
+            raise ConfigError(f"env.norm_obs.use_norm=True normalises vector observations, but the model's "
+                              f"obs_shape is {shape!r} (image pixels are scaled to [0, 1] by the conv encoder): "
+                              f"set env.norm_obs.use_norm=False")
+        model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
+        if not hasattr(model, 'obs_norm'):
+            model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
+    return create_policy(cfg.policy, model=model, enable_field=enable_field)
+
+
+def observe(policy: Policy, batch: dict[str, Any]) -> None:
+    """Fold a collected batch's observations into the policy's normaliser, where it has one (only collected data
+    moves the statistics; evaluation never does)."""
+    norm = getattr(policy.model, 'obs_norm', None)
+    if norm is not None:
+        norm.update(torch.as_tensor(batch['obs']))
 
 
 class RandomCollectPolicy:

@@ -86,7 +86,9 @@ class Policy:
                  enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> None:
         self._cfg = EasyDict(cfg)
         self._device = torch.device(resolve_device(self._cfg.get('cuda', False), self._cfg.get('device')))
-        self._model = (model if model is not None else self._create_model()).to(self._device)
+        self._model = (model if model is not None else self.create_model(self._cfg)).to(self._device)
+        # observation normalisation (env.norm_obs) travels with the model; every mode applies it to what it is given
+        self._obs_norm = getattr(self._model, 'obs_norm', None)
         self._enable_field = tuple(enable_field)
         for field in self._enable_field:
             if field not in ('learn', 'collect', 'eval'):
@@ -98,9 +100,11 @@ class Policy:
         """The model every mode shares."""
         return self._model
 
-    def _create_model(self) -> nn.Module:
-        model_cfg = copy.deepcopy(dict(self._cfg.get('model', {})))
-        model_type = model_cfg.pop('type', None) or self.default_model()
+    @classmethod
+    def create_model(cls, cfg: dict) -> nn.Module:
+        """The model ``cfg.model`` describes (``cfg.model.type``, else ``default_model()``)."""
+        model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
+        model_type = model_cfg.pop('type', None) or cls.default_model()
         return MODEL_REGISTRY.build(model_type, **model_cfg)
 
     # ---- modes ----
@@ -180,7 +184,11 @@ class Policy:
         """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device."""
         if model.training:  # the learn mode leaves the shared model in training mode
             model.eval()
-        return model.forward(obs.to(self._device), mode='compute_actor', **kwargs)
+        return model.forward(self._normalize_obs(obs.to(self._device)), mode='compute_actor', **kwargs)
+
+    def _normalize_obs(self, obs: Any) -> Any:
+        """``obs`` through the model's observation normaliser, where it has one."""
+        return obs if self._obs_norm is None else self._obs_norm(obs)
 
     def _process_transition(self, obs: Any, model_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         """A transition dict; ``timestep.done`` is already *terminated* (the collector clears time-limit ends)."""

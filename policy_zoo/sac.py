@@ -123,8 +123,11 @@ class SACPolicy(Policy):
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
             if not model.training:
                 model.train()
-        return preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
-                                      use_priority_IS_weight=self._cfg.priority_IS_weight)
+        batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
+                                       use_priority_IS_weight=self._cfg.priority_IS_weight)
+        if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
+            batch.obs, batch.next_obs = self._normalize_obs(batch.obs), self._normalize_obs(batch.next_obs)
+        return batch
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         return self._update(self._preprocess_learn(data))    # collate once, move to device, add weight

@@ -119,7 +119,8 @@ def test_spaces_are_adapted_and_shapes_read_from_the_env(tmp_path, manager, obs,
 
 
 @pytest.mark.parametrize('action, model, message', [
-    ('multidiscrete', {}, r"policy 'sac' needs a 1-D Box action space, but env 'SpacesTest-v0' has MultiDiscrete"),
+    ('multidiscrete', {}, r"policy 'sac' needs continuous \(Box\) actions, but env 'SpacesTest-v0' has "
+                          r"MultiDiscrete.*a 1-D Box \('sac'\) or a Discrete space \('discrete_sac'\)"),
     ('box', dict(obs_shape=[36, 36, 3]), r"policy.model.obs_shape=\[36, 36, 3\] does not match env 'SpacesTest-v0', "
                                          r"whose observations are \[3, 36, 36\]"),
     ('box', dict(action_shape=2), r"policy.model.action_shape=2 does not match env 'SpacesTest-v0', whose action "
@@ -208,3 +209,13 @@ def test_env_key_typos_are_one_error_line_at_the_command_line(tmp_path):
     assert line.startswith("ding_lite: error: ConfigError: unknown config key 'env.colector_env_num'; did you mean "
                            "'env.collector_env_num'? (envs each collector steps) declared here: act_scale, ")
     assert 'norm_obs, stop_value, wrappers' in line and 'Traceback' not in result.stderr
+
+
+def test_norm_obs_on_images_is_refused_before_any_env_step(tmp_path):
+    main, create = _cfg(tmp_path, 'hwc')
+    main.env.norm_obs = dict(use_norm=True)
+    SpacesEnv.STEPS[0] = 0
+    with pytest.raises(ConfigError, match=r"env.norm_obs.use_norm=True normalises vector observations, but the "
+                                          r"model's obs_shape is \[3, 36, 36\]"):
+        serial_pipeline((main, create), seed=0, max_env_step=96)
+    assert SpacesEnv.STEPS[0] == 0 and not os.path.exists(main.exp_name)

@@ -1,0 +1,46 @@
+"""Observation normalisation by running statistics (SB3's ``VecNormalize``, DI-engine's ``norm_obs``)."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+class RunningObsNorm(nn.Module):
+    """``clip((obs - mean) / sqrt(var + eps))`` with the mean and variance of every observation passed to ``update``.
+
+    The statistics are buffers, so they travel with the model that holds this module: checkpoints, the weights the
+    Ray actors receive, ``load_policy`` and exported actors. Nothing changes them but ``update`` (collected data).
+    """
+
+    def __init__(self, shape: int | list[int], clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__()
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.clip, self.eps = float(clip), eps
+        # float64 sums (Chan et al.'s parallel update, as SB3), float32 copies for the forward
+        self.register_buffer('count', torch.zeros((), dtype=torch.float64))
+        self.register_buffer('mean', torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer('var', torch.ones(shape, dtype=torch.float64))
+        self.register_buffer('shift', torch.zeros(shape))
+        self.register_buffer('scale', torch.ones(shape))
+
+    @torch.no_grad()
+    def update(self, obs: Tensor) -> None:
+        """Fold a batch ``[N, *shape]`` of observations into the statistics."""
+        obs = obs.to(self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
+        n = obs.shape[0]
+        if n == 0:
+            return
+        batch_mean, batch_var = obs.mean(0), obs.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.var.copy_((self.var * self.count + batch_var * n + delta.pow(2) * self.count * n / total) / total)
+        self.mean.add_(delta * n / total)
+        self.count.copy_(total)
+        self.shift.copy_(self.mean)
+        self.scale.copy_((self.var + self.eps).rsqrt())
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return ((obs.to(self.scale.dtype) - self.shift) * self.scale).clamp(-self.clip, self.clip)
+
+    def extra_repr(self) -> str:
+        return f"shape={tuple(self.mean.shape)}, clip={self.clip}"
