@@ -343,17 +343,17 @@ def _check_batch_fits(policy: EasyDict) -> None:
 
 
 def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
-    """The env section: strict against the env class's declared keys (free-form without a type: the user's own
-    ``env_setting`` reads it), and the manager's section strict against the manager's."""
+    """The env section: strict against the keys the env class declares (free-form for a class that declares none,
+    or without a type: the user's own env reads it), and the manager's section strict against the manager's."""
     env_type = _type_of(create_cfg, env_user, 'env')
-    if env_type:
-        env_cls = ENV_REGISTRY.get(env_type)
+    env_cls = ENV_REGISTRY.get(env_type) if env_type else None
+    if env_cls is not None and getattr(env_cls, 'declares_config', lambda: True)():
         user = {k: v for k, v in env_user.items() if k not in ('manager', 'type', 'import_names')}
         env = merge_strict(env_cls.default_config(), user, 'env',
                            {f'env.{k}': v for k, v in config_docs(env_cls).items()})
         env.manager = copy.deepcopy(env_user.get('manager') or {})
     else:
-        env = EasyDict(copy.deepcopy(env_user))
+        env = deep_merge(env_cls.default_config() if env_cls else {}, env_user)
     manager_type = _type_of(create_cfg, env.get('manager') or {}, 'env_manager', 'base')
     if manager_type in ENV_MANAGER_REGISTRY:
         manager_cls = ENV_MANAGER_REGISTRY.get(manager_type)

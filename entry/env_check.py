@@ -108,7 +108,7 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
                               f"{action.shape}, {action.dtype}) for its action space {env.action_space}: "
                               f"{type(error).__name__}: {error}") from error
         _check_obs(timestep.obs, env.observation_space, name, 'step')
-        to_scalar(timestep.reward, f"env {name}'s reward")
+        to_scalar(timestep.reward, "env 0's reward")  # the probe is env 0's twin: the collector's words
         example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.float64(0), 'done': False}
         for buffer in buffers:
             buffer.check_memory(example)
@@ -126,12 +126,14 @@ def _check_obs(obs: Any, space: gym.Space, name: str, where: str) -> None:
 
 
 def _forward(policy: Policy, mode: str, obs: Any, name: str, cfg: EasyDict) -> dict[str, torch.Tensor]:
+    if mode not in policy._enable_field:  # the parallel driver's policy: the actors' mode, over the same model
+        policy = type(policy)(policy._cfg, model=policy.model, enable_field=[mode])
     try:
         return getattr(policy, f'{mode}_mode').forward({0: obs})[0]
     except Exception as error:  # a model that cannot take the env's observations fails in torch, at any depth
         array = np.asarray(obs) if not isinstance(obs, dict) else None
         what = f"shape {array.shape}, {array.dtype}" if array is not None else f"a {type(obs).__name__}"
         model = {k: cfg.policy.model.get(k) for k in ('type', *_OBS_KEYS, 'action_shape') if k in cfg.policy.model}
-        raise ConfigError(f"first step: policy {cfg.policy.type!r}'s {mode} forward failed on env {name}'s first "
-                          f"observation ({what}) with policy.model {model}: {type(error).__name__}: "
+        raise ConfigError(f"first step: the {mode} forward of policy {cfg.policy.type!r} failed on the first "
+                          f"observation of env {name} ({what}) with policy.model {model}: {type(error).__name__}: "
                           f"{str(error).splitlines()[0] if str(error) else ''}") from error

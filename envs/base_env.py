@@ -54,6 +54,12 @@ class BaseEnv(abc.ABC):
         return class_default_config(cls)
 
     @classmethod
+    def declares_config(cls) -> bool:
+        """Whether this type declares its own keys (a ``config`` below ``BaseEnv``): then its env section is checked
+        against them; a type that declares none reads a free-form section, as DI-engine's envs do."""
+        return any('config' in vars(klass) for klass in cls.__mro__[:cls.__mro__.index(BaseEnv)])
+
+    @classmethod
     def create_collector_env_cfg(cls, cfg: dict) -> list[dict]:
         return [cfg] * cfg.get('collector_env_num', 1)
 

@@ -12,6 +12,7 @@ from easydict import EasyDict
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
+from .adapt import ObsAdapter, adapted_env
 from .env_manager import check_ready
 from .gymnasium_env import ActionScaler, GymnasiumEnv
 
@@ -303,6 +304,9 @@ class EnvPoolEnvManager:
             obs_space = pool.observation_space
             if isinstance(obs_space, gym.spaces.Box) and obs_space.dtype == np.float64:
                 obs_space = gym.spaces.Box(obs_space.low, obs_space.high, obs_space.shape, np.float32)
+            if not ObsAdapter(obs_space).identity:
+                raise ConfigError(f"EnvPool's {self._env_id!r} observes {obs_space}, which the models take only "
+                                  f"adapted (flattened or transposed); use the 'base' or 'subprocess' env manager")
             self._spec = _PoolSpec(self._env_id, obs_space, space)
             if pool is not self._pool:
                 pool.close()
@@ -325,6 +329,8 @@ def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str,
     """``(env class, its config, the gymnasium id, make kwargs)`` of an env_fn made by the pipelines
     (``functools.partial(EnvClass, cfg=...)``) over a ``GymnasiumEnv`` type that steps as plain gymnasium."""
     cls = env_fn.func if isinstance(env_fn, functools.partial) else None
+    if cls is adapted_env:  # partial(adapted_env, EnvClass, cfg=...): EnvPool's spaces are checked on their own
+        cls = env_fn.args[0]
     if not (isinstance(cls, type) and issubclass(cls, GymnasiumEnv)):
         raise ConfigError(f"the envpool env manager runs gymnasium ids: its envs must be a GymnasiumEnv type "
                           f"('gymnasium', 'pendulum', 'mujoco', ...), got {getattr(env_fn, 'func', env_fn)!r}")
@@ -332,8 +338,9 @@ def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str,
         raise ConfigError(f"env type {cls.__name__} changes step or reset, which EnvPool cannot run; use the "
                           f"'base' or 'subprocess' env manager")
     cfg = EasyDict(cls.default_config(), **(env_fn.keywords.get('cfg') or {}))
-    if cfg.get('frame_stack', 1) > 1:
-        raise ConfigError("env.frame_stack is GymnasiumEnv's wrapper, which EnvPool cannot run; use the 'base' or "
-                          "'subprocess' env manager")
+    for key, off in (('frame_stack', 1), ('wrappers', [])):
+        if (cfg.get(key) or off) != off:
+            raise ConfigError(f"env.{key} runs gymnasium wrappers, which EnvPool cannot run; use the 'base' or "
+                              f"'subprocess' env manager")
     env_id, kwargs = cls.resolve_id(cfg)
     return cls, cfg, env_id, kwargs

@@ -124,6 +124,7 @@ def test_collector_normalises_at_the_boundary(registered, tiny_pendulum):
 def test_a_reward_that_is_not_one_value_is_a_clear_error(registered, tiny_pendulum, monkeypatch):
     main, create = tiny_pendulum
     create.env.type = 'test_di_engine_style'
+    del main.env['env_kwargs']  # the pendulum type's key: this env declares its own (strictly checked)
     monkeypatch.setattr(DIEngineStyleEnv, '_report', lambda self, value: np.array([value, value], dtype=np.float32))
     with pytest.raises(ValueError, match=r"env 0's reward must be a number or a one-element array, got \(2,\)"):
         serial_pipeline((main, create), seed=0, max_env_step=100)

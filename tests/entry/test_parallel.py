@@ -111,6 +111,8 @@ def test_killed_collector_is_replaced_and_transitions_are_accounted(tmp_path, lo
 class CrashingPendulumEnv(PendulumEnv):
     """Raises at its 30th step: once per run where ``crash_once_file`` is set (that file marks it), else always."""
 
+    config = dict(crash_once_file=None)  # a key of its own: declared, as every env type's
+
     def __init__(self, cfg):
         super().__init__(cfg)
         self._marker, self._steps = cfg.get('crash_once_file'), 0

@@ -131,11 +131,17 @@ def test_training_on_pixels_keeps_frames_as_uint8(tmp_path, policy, discrete):
     assert np.isfinite(evaluate((main, create), seed=0, state_dict=state))
 
 
-def test_frame_stack_stacks_observations_on_a_new_first_axis():
+def test_frame_stack_stacks_observations_then_adapts_them():
     env = GymnasiumEnv(dict(env_id='CartPole-v1', frame_stack=3))
     env.seed(0)
     first = env.reset()
-    assert first.shape == (3, 4) and env.observation_space.shape == (3, 4)
+    assert first.shape == (12,) and env.observation_space.shape == (12,)  # a (3, 4) Box: flattened, frame by frame
     nxt = env.step(0).obs
-    np.testing.assert_array_equal(nxt[1], first[2])  # the window moved by one step
+    np.testing.assert_array_equal(nxt[4:8], first[8:12])  # the window moved by one step
     env.close()
+    pixels = GymnasiumEnv(dict(env_id='CarRacing-v3', frame_stack=2))  # RGB frames: their channels stacked, CHW
+    pixels.seed(0)
+    frames = pixels.reset()
+    assert frames.shape == pixels.observation_space.shape == (6, 96, 96) and frames.dtype == np.uint8
+    np.testing.assert_array_equal(pixels.step(np.zeros(3)).obs[:3], frames[3:])
+    pixels.close()

@@ -101,7 +101,7 @@ def _cfg(tmp_path, obs='box', action='box', manager='base', **model):
 def test_spaces_are_adapted_and_shapes_read_from_the_env(tmp_path, manager, obs, action, stored):
     main, create = _cfg(tmp_path, obs, action, manager)
     SpacesEnv.ACTIONS.clear()
-    policy = serial_pipeline((main, create), seed=0, max_env_step=160)
+    serial_pipeline((main, create), seed=0, max_env_step=160)
     saved = open(os.path.join(main.exp_name, 'total_config.py')).read()
     obs_shape = list(stored) if len(stored) == 3 else stored[0]
     assert f"'obs_shape': {obs_shape!r}" in saved and "'action_shape': 1," in saved  # read from the env, recorded
