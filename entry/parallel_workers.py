@@ -142,6 +142,8 @@ class ActorPool:
         self.collectors = [Slot('collector', i) for i in range(self._par.collector_num)]
         self.evaluator = Slot('evaluator', self._par.collector_num)
         self._weights_ref, self._weights_iter = None, -1
+        # a normaliser's statistics change with every batch received, learn step or not: they date a broadcast too
+        self._weights_envstep, self._normalised = -1, hasattr(run.policy.model, 'obs_norm')
 
     def start(self) -> None:
         """Connect to Ray (see ``connect_ray``) and start every actor."""
@@ -211,10 +213,14 @@ class ActorPool:
 
     def broadcast(self, train_iter: int, fresh: bool = False) -> Any:
         """The object-store reference of the newest weights broadcast, put there again once
-        ``weight_sync_interval`` iterations have passed since the last broadcast (``fresh``: once any has)."""
+        ``weight_sync_interval`` iterations have passed since the last broadcast (``fresh``: once any has, or with
+        observation normalisation, once any transition has come in: an evaluation acts with today's statistics)."""
         stale = train_iter - self._weights_iter
-        if self._weights_ref is None or stale >= (1 if fresh else self._par.weight_sync_interval):
+        envstep = self._run.loop.envstep
+        if self._weights_ref is None or stale >= (1 if fresh else self._par.weight_sync_interval) or \
+                (fresh and self._normalised and envstep != self._weights_envstep):
             self._weights_ref, self._weights_iter = self._ray.put(model_weights(self._run.policy)), train_iter
+            self._weights_envstep = envstep
         return self._weights_ref
 
     def weights_for(self, slot: Slot, train_iter: int) -> Any:

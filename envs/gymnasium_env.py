@@ -47,7 +47,8 @@ class ActionScaler:
 
 @ENV_REGISTRY.register('gymnasium')
 class GymnasiumEnv(BaseEnv):
-    """Wraps ``gymnasium.make(env_id)``: float32 observations, actions in [-1, 1] scaled to Box bounds.
+    """Wraps ``gymnasium.make(env_id)`` (inside the config's ``wrappers``): observations adapted for the models
+    (``ObsAdapter``: vectors as float32, images as CHW uint8), actions in [-1, 1] scaled to Box bounds.
 
     With ``act_scale`` the env presents a [-1, 1] Box action space (what tanh policies emit). Seeding:
     ``dynamic_seed`` gives every episode a new seed drawn from the env's seeded generator; otherwise every

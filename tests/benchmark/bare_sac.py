@@ -73,7 +73,8 @@ class BareSAC:
         a, logp = self.actor.sample(obs)
         x = torch.cat([obs, a], -1)
         _step(self.pi_opt, (alpha * logp - torch.min(self.q1(x), self.q2(x)).squeeze(-1)).mean())
-        self.alpha_and_targets((-self.log_alpha.exp() * (logp.detach() + self.target_entropy)).mean())
+        # the original SAC's temperature loss, as the framework's: log_alpha * (entropy - target)
+        self.alpha_and_targets((self.log_alpha * (-logp.detach() - self.target_entropy)).mean())
 
     def alpha_and_targets(self, alpha_loss) -> None:
         """The temperature's step, then the target critics' Polyak update."""
@@ -171,3 +172,11 @@ def train_pendulum(seed: int, stop_value: float = -250.0, max_env_step: int = 10
         sac.update(t['obs'], t['act'], t['rew'], t['next'], t['done'])
         iters += 1
     return {'env_steps': steps, 'wall_s': time.perf_counter() - start}
+
+
+def steps_to_threshold(steps: list[float], budget: int) -> tuple[float, int]:
+    """``(median, runs that never reached it)`` of env steps to a threshold, where a run that never reached it
+    (NaN) counts at the ``budget`` it ran for: a NaN inside ``statistics.median`` makes it order-dependent."""
+    import statistics
+    missed = sum(1 for s in steps if s != s)
+    return statistics.median(budget if s != s else s for s in steps), missed

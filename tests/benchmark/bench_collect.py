@@ -69,8 +69,9 @@ class Framework:
 class Raw:
     """The same actor call and storage, written by hand over gymnasium."""
 
-    def __init__(self, env_id: str, model) -> None:
+    def __init__(self, env_id: str, model, eval_model) -> None:
         self.model = model  # the collect model (tanh-Gaussian sample) of the framework's policy
+        self.eval_model = eval_model  # and its eval model (tanh of the mean): no noise drawn, as the evaluator
         self.envs = [gym.make(env_id, max_episode_steps=200) for _ in range(10)]
         self.eval_envs = [gym.make(env_id, max_episode_steps=200) for _ in range(5)]
         self.obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.envs)]).astype(np.float32)
@@ -97,8 +98,8 @@ class Raw:
     def evaluate(self) -> int:
         obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
         for _ in range(200):
-            mu = self.model.forward(torch.from_numpy(obs), mode='compute_actor')['logit'][0]
-            action = self.low + (torch.tanh(mu).numpy() + 1) * self.half
+            act = self.eval_model.forward(torch.from_numpy(obs), mode='compute_actor')['action'].numpy()
+            action = self.low + (act + 1) * self.half
             obs = np.stack([env.step(action[i])[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
         return 1000
 
@@ -116,7 +117,7 @@ def run(seconds: float = 2.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(
         for env_id in env_ids:
             for manager in managers:
                 framework = Framework(env_id, manager, os.path.join(tmp, f'{env_id}_{manager}'))
-                raw = Raw(env_id, framework.policy._collect_model)
+                raw = Raw(env_id, framework.policy._collect_model, framework.policy._eval_model)
                 for name, fw, bare in (('collect', framework.collect, raw.collect),
                                        ('evaluate', framework.evaluate, raw.evaluate)):
                     if name == 'evaluate' and manager not in ('base', 'envpool'):

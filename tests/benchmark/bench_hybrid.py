@@ -16,6 +16,7 @@ import tempfile
 
 from ding_lite.config import read_config
 from entry import collect_demo_data, serial_pipeline
+from tests.benchmark.bare_sac import steps_to_threshold
 
 STOP = -250.0
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,8 +62,11 @@ def main(args: argparse.Namespace) -> None:
                 results[kind].append(result)
                 print(f"{kind:6s} seed {seed}: -250 at {result['env_steps']} env steps, mean eval return "
                       f"{result['mean_return']:.0f} up to {args.horizon}", flush=True)
-    medians = {kind: {k: statistics.median(r[k] for r in runs) for k in ('env_steps', 'mean_return')}
-               for kind, runs in results.items()}
+    medians = {kind: {'mean_return': statistics.median(r['mean_return'] for r in runs)} for kind, runs in results.items()}
+    for kind, runs in results.items():  # a run that never reached STOP counts at the horizon, and is reported
+        medians[kind]['env_steps'], missed = steps_to_threshold([r['env_steps'] for r in runs], args.horizon)
+        if missed:
+            print(f"{kind}: {missed} of {len(runs)} runs did not reach {STOP} in {args.horizon} env steps")
     for kind, median in medians.items():
         print(f"median {kind:6s}: {median['env_steps']:.0f} env steps, mean eval return {median['mean_return']:.0f}")
     print(f"ratio hybrid/plain env steps: {medians['hybrid']['env_steps'] / medians['plain']['env_steps']:.2f}")

@@ -31,7 +31,7 @@ from ding_lite.worker import BaseLearner, SampleSerialCollector
 from entry import parallel_pipeline, serial_pipeline
 from entry.parallel_entry import ParallelLoop
 from entry.parallel_workers import ActorPool
-from entry.utils import build_envs
+from entry.utils import build_envs, collect_batch
 from envs import PendulumEnv, get_vec_env_setting
 from policy_zoo import create_policy
 
@@ -69,17 +69,17 @@ def _config(exp: str, env_type: str = 'pendulum', collectors: int = 2):
 
 
 def serial_collect_rate(cfg, seconds: float) -> float:
-    """Env steps/s of ``SampleSerialCollector.collect(n_sample)`` + push, in this process."""
+    """Env steps/s of the serial pipeline's collection (columnar ``collect_batch``, as the actors) + push, here."""
     policy = create_policy(cfg.policy, enable_field=['collect'])
     collector_env, evaluator_env = build_envs(cfg)
     evaluator_env.close()
     collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, policy.collect_mode,
                                       exp_name=cfg.exp_name)
     buffer = ReplayBuffer({'replay_buffer_size': 100_000})
-    buffer.push(collector.collect(cfg.policy.collect.n_sample))
+    buffer.push(collect_batch(collector, cfg.policy.collect.n_sample))
     start, steps = time.perf_counter(), collector.envstep
     while time.perf_counter() - start < seconds:
-        buffer.push(collector.collect(cfg.policy.collect.n_sample))
+        buffer.push(collect_batch(collector, cfg.policy.collect.n_sample))
     rate = (collector.envstep - steps) / (time.perf_counter() - start)
     collector.close()
     return rate

@@ -129,8 +129,20 @@ def test_skip_mode_undoes_and_counts_non_finite_steps(tmp_path, monkeypatch):
     main = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main.exp_name = str(tmp_path / 'run')
     main.policy.learn.learner.on_nonfinite = 'skip'
-    _nan_after(monkeypatch, 13)
+    reference = copy.deepcopy(main)
+    reference.exp_name = str(tmp_path / 'reference')
+    stopped = serial_pipeline((reference, TINY_CREATE), seed=0, max_train_iter=12)  # the run before the bad steps
+    original, calls = SACPolicy._update, [0]
+
+    def update(self, batch):  # from call 13 on, a NaN reward poisons the critics' gradients and Adam's weights
+        calls[0] += 1
+        if calls[0] >= 13:
+            batch.reward = batch.reward * float('nan')
+        return original(self, batch)
+    monkeypatch.setattr(SACPolicy, '_update', update)
     policy = serial_pipeline((main, TINY_CREATE), seed=0, max_env_step=100)  # 15 learn calls
-    assert all(torch.isfinite(p).all() for p in policy._model.parameters())
+    assert calls[0] == 15
+    for name, value in stopped._model.state_dict().items():  # every bad step undone, weights and all
+        assert torch.equal(policy._model.state_dict()[name], value), name
     state = load_checkpoint(str(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar'))
     assert state['last_iter'] == 12 and state['skipped_steps'] == 3

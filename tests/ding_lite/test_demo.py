@@ -61,7 +61,9 @@ def test_mismatch_with_the_run(tmp_path):
     save_demo(discrete, _transitions(discrete=True), env_id='CartPole-v1')
     with pytest.raises(ValueError, match='holds discrete actions'):
         load_demo(discrete, discrete=False)
-    load_demo(discrete, obs_shape=3, action_shape=2, discrete=True)  # a discrete action is a scalar index
+    batch, header = load_demo(discrete, obs_shape=3, action_shape=2, discrete=True)  # a scalar index per action
+    assert header['env_id'] == 'CartPole-v1' and header['count'] == 6
+    assert batch.action.tolist() == [0, 1, 0, 1, 0, 1] and batch.obs[:, 0].tolist() == [0, 1, 2, 3, 4, 5]
 
 
 def test_save_needs_transition_fields_and_keeps_old_file_on_error(tmp_path):

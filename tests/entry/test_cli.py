@@ -33,7 +33,8 @@ def test_console_script_serial_then_eval(tmp_path):
 def test_max_train_iter_flag(tmp_path):
     path = _write_cfg(tmp_path)
     assert main(['-m', 'serial', '-c', str(path), '--max-train-iter', '3']) == 0
-    assert (tmp_path / 'cli_exp' / 'log' / 'evaluator.csv').is_file()
+    from ding_lite.utils import load_file
+    assert load_file(str(tmp_path / 'cli_exp' / 'ckpt' / 'ckpt_last.pth.tar'))['last_iter'] == 3  # stopped there
 
 
 @pytest.mark.parametrize('argv, message', [

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -26,12 +28,26 @@ from entry.parallel_workers import NAMESPACE, ActorFailure  # noqa: E402
 
 
 @pytest.fixture(scope='module')
-def local_ray():
+def ray_tmp():
+    """Ray's session folder for this module, removed afterwards: nothing left in the system temp folder (a short
+    path of its own, as Ray's sockets need)."""
+    folder = tempfile.mkdtemp(prefix='ding_lite_ray_')
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope='module')
+def local_ray(ray_tmp):
     """One local Ray for this module's in-process runs (the pipeline uses a Ray it finds running and leaves it
     up); the CLI test starts and stops its own."""
-    ray.init(num_cpus=4, include_dashboard=False, logging_level='WARNING')
+    ray.init(num_cpus=4, include_dashboard=False, logging_level='WARNING', _temp_dir=ray_tmp)
     yield
     ray.shutdown()
+
+
+def _cli_env(ray_tmp: str) -> dict[str, str]:
+    """A CLI run's environment: this checkout importable from the test's folder, Ray's files in ``ray_tmp``."""
+    return {**os.environ, 'PYTHONPATH': ROOT, 'RAY_TMPDIR': ray_tmp}
 
 
 def _tiny(tmp_path, name='tiny', **parallel):
@@ -147,6 +163,24 @@ def test_an_actor_failing_past_max_actor_restarts_stops_the_run_clearly(tmp_path
                 if a['name'].startswith(f'ding_lite:{main.exp_name}')]
 
 
+def test_actors_adapt_spaces_as_the_serial_pipeline_and_normalise_with_the_drivers_statistics(tmp_path, local_ray):
+    """A Dict observation made by a config wrapper is flattened in the actors too; the normaliser's statistics come
+    from the transitions the actors sent, and the evaluator actor acts with them (its result repeats serially)."""
+    from entry import eval as evaluate
+    main, create = _tiny(tmp_path)
+    main.env.update(wrappers=[dict(type='TimeAwareObservation', flatten=False)], norm_obs=dict(use_norm=True))
+    del main.policy.model['obs_shape']  # read from the env: 3 + the time step
+    parallel_pipeline((main, create), seed=0, max_env_step=200)
+    state, buffer = _last_state(main.exp_name)
+    obs = buffer['data'][('obs',)]
+    assert obs.shape[1:] == (4,) and state['model']['obs_norm.count'].item() == len(obs) >= 200
+    torch.testing.assert_close(state['model']['obs_norm.mean'], obs.double().mean(0))
+    rows = (tmp_path / 'tiny' / 'log' / 'evaluator.csv').read_text().splitlines()[1:]
+    best = max(float(row.split(',')[3]) for row in rows)
+    ckpt = os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar')
+    assert evaluate((main, create), seed=0, load_path=ckpt) == pytest.approx(best, rel=1e-5)
+
+
 def test_actors_act_with_the_drivers_model_and_weights_travel_once_per_broadcast(tmp_path, local_ray,
                                                                                  monkeypatch):
     """A user's model instance is what the actors act with: the evaluation at iteration 0 equals a serial
@@ -216,12 +250,13 @@ def _wait_gone(before: set[int], seconds: float = 15) -> set[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc to find Ray processes')
-def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path):
+def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path, ray_tmp):
     main, create = _tiny(tmp_path, name='cli')
     main.policy.learn.learner.hook.save_ckpt_after_iter = 10 ** 6  # the resume point must come from Ctrl-C
     cli = [sys.executable, '-m', 'entry.cli', '-m', 'parallel', '-c', _write(tmp_path, main, create)]
     before = _ray_processes()
-    process = subprocess.Popen(cli + ['-s', '0'], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(cli + ['-s', '0'], cwd=tmp_path, env=_cli_env(ray_tmp), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
     csv = tmp_path / 'cli' / 'log' / 'evaluator.csv'
     deadline = time.time() + 120
     while not (csv.exists() and len(csv.read_text().splitlines()) >= 3) and time.time() < deadline:
@@ -234,8 +269,8 @@ def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path):
     assert not _wait_gone(before), 'Ray processes left behind after Ctrl-C'
     stopped, _ = _last_state(str(tmp_path / 'cli'))
 
-    resumed = subprocess.run(cli + ['--resume', '--max-env-step', str(stopped['last_envstep'] + 200)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=180)
+    resumed = subprocess.run(cli + ['--resume', '--max-env-step', str(stopped['last_envstep'] + 200)], cwd=tmp_path,
+                             env=_cli_env(ray_tmp), capture_output=True, text=True, timeout=180)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     state, buffer = _last_state(str(tmp_path / 'cli'))
     assert state['last_iter'] > stopped['last_iter'] and state['last_envstep'] >= stopped['last_envstep'] + 200
@@ -245,10 +280,10 @@ def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path):
     assert not _wait_gone(before), 'Ray processes left behind after a finished run'
 
 
-def test_missing_ray_address_is_a_clear_error(tmp_path):
+def test_missing_ray_address_is_a_clear_error(tmp_path, ray_tmp):
     main, create = _tiny(tmp_path, ray_address='127.0.0.1:1')
     result = subprocess.run([sys.executable, '-m', 'entry.cli', '-m', 'parallel', '-c', _write(tmp_path, main, create)],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+                            cwd=tmp_path, env=_cli_env(ray_tmp), capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "ding_lite: error: ConnectionError: could not start or join Ray (parallel.ray_address='127.0.0.1:1')" \
         in result.stderr

@@ -159,15 +159,19 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     assert not [name for name in os.listdir(exp / 'ckpt') if name.endswith('.tmp')]
 
 
-def test_deterministic_mode_runs_and_repeats(tmp_path):
+def test_deterministic_mode_runs_and_repeats(tmp_path, monkeypatch):
     from ding_lite.utils import set_deterministic
+    monkeypatch.delenv('CUBLAS_WORKSPACE_CONFIG', raising=False)
     try:
+        serial_pipeline(_cfg(tmp_path / 'plain'), seed=5, max_train_iter=5)  # without the flag: none of it
+        assert not torch.are_deterministic_algorithms_enabled() and 'CUBLAS_WORKSPACE_CONFIG' not in os.environ
         runs = []
         for name in ('a', 'b'):
             main_cfg, create = _cfg(tmp_path / name)
             main_cfg.policy.deterministic = True
             runs.append(serial_pipeline((main_cfg, create), seed=5, max_train_iter=20))
-        assert torch.are_deterministic_algorithms_enabled() and _same_params(*runs)
+        assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
+        assert os.environ['CUBLAS_WORKSPACE_CONFIG'] == ':4096:8' and _same_params(*runs)
     finally:
         set_deterministic(False)
 

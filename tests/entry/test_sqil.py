@@ -43,13 +43,19 @@ def test_sqil_sac_reports_each_half_and_cos_monitor(tiny_pendulum):
     batch = mixed_sampler([(_filled(0.0), 0.5), (_filled(0.0), 0.5)], rewards=(0.0, 1.0))(16)
     prepared = policy._preprocess_learn(batch)
     torch.manual_seed(0)
-    policy._critic_td(prepared)                       # the cos monitor's pass draws first
+    monitored = policy._critic_td(prepared)[0]        # the cos monitor's pass draws first
     td = policy._critic_td(prepared)[0].abs().mean(0)
+    grads = []  # each half's critic gradient, by backward() rather than the monitor's autograd.grad
+    for half in monitored.chunk(2, dim=-1):
+        policy._model.critic.zero_grad(set_to_none=True)
+        half.pow(2).mean(-1).sum().backward(retain_graph=True)
+        grads.append(torch.cat([p.grad.flatten() for p in policy._model.critic.parameters()]))
+    policy._model.critic.zero_grad(set_to_none=True)
     torch.manual_seed(0)
     stats = policy.learn_mode.forward(batch)
     torch.testing.assert_close(stats['agent_td_error'], td[:8].mean())
     torch.testing.assert_close(stats['expert_td_error'], td[8:].mean())
-    assert -1.0 <= stats['grad_cos'].item() <= 1.0
+    torch.testing.assert_close(stats['grad_cos'], torch.nn.functional.cosine_similarity(*grads, dim=0))
     assert {'agent_td_error', 'expert_td_error', 'grad_cos'} <= set(policy.learn_mode.monitor_vars())
 
 
@@ -122,12 +128,18 @@ def test_online_expert_the_di_engine_way(recording, tiny_pendulum, tmp_path, mon
     expert = create_policy(compile_config(main, create_cfg=expert_create, save_cfg=False).policy,
                            enable_field=['eval'])
     expert.eval_mode.load_state_dict(load_checkpoint(ckpt))
-    batch = recording[-1]
-    greedy = expert.eval_mode.forward(dict(enumerate(batch.obs[8:])))
-    torch.testing.assert_close(batch.action[8:], torch.stack([greedy[i]['action'] for i in range(8)]))
+
+    def demonstrated_by_the_expert() -> None:  # the demonstration half holds the loaded expert's greedy actions
+        batch = recording[-1]
+        greedy = expert.eval_mode.forward(dict(enumerate(batch.obs[8:])))
+        torch.testing.assert_close(batch.action[8:], torch.stack([greedy[i]['action'] for i in range(8)]))
+
+    demonstrated_by_the_expert()
     main.policy.collect.model_path = None
     expert_main.policy.collect.model_path = ckpt                # or in the expert config
+    recording.clear()
     assert serial_pipeline_sqil((main, create), expert_cfg=(expert_main, expert_create), max_env_step=60)
+    demonstrated_by_the_expert()
     expert_main.policy.collect.model_path = None
     with pytest.raises(ConfigError, match='policy.collect.model_path'):
         serial_pipeline_sqil((main, create), expert_cfg=(expert_main, create), max_env_step=10)
@@ -156,7 +168,8 @@ def test_cli_collect_demo_then_serial_sqil(tmp_path):
                           '--max-env-step', '1200'], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (tmp_path / 'pendulum_sqil_sac_seed0' / 'log' / 'evaluator.csv').is_file()
-    run = subprocess.run(['ding_lite', '-m', 'collect_demo', '-c', cfg], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(['ding_lite', '-m', 'collect_demo', '-c', cfg], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
     assert run.returncode == 2 and 'needs --load-path, --expert-data-path and --collect-count' in run.stderr
 
 

@@ -112,7 +112,12 @@ def test_halfcheetah_v5_runs_without_the_mujoco_package_path():
     manager.launch()
     assert manager.env_ref.env_id == 'HalfCheetah-v5' and manager.ready_obs[0].shape == (17,)
     assert manager.ready_obs[0].dtype == np.float32 and manager.action_space.shape == (6,)
-    manager.step({0: np.zeros(6, np.float32), 1: np.ones(6, np.float32)})
+    before = manager.ready_obs
+    timesteps = manager.step({0: np.zeros(6, np.float32), 1: np.ones(6, np.float32)})
+    assert sorted(timesteps) == [0, 1] and not any(t.done for t in timesteps.values())
+    for i, timestep in timesteps.items():  # the simulation moved: a new float32 state, a finite reward
+        assert timestep.obs.shape == (17,) and timestep.obs.dtype == np.float32 and np.isfinite(timestep.reward)
+        assert not np.array_equal(timestep.obs, before[i]) and np.array_equal(manager.ready_obs[i], timestep.obs)
     manager.close()
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -201,10 +202,10 @@ def _bare_copy(policy: SACPolicy):
 @pytest.mark.parametrize('steps', [1, 3])
 def test_learn_step_is_the_hand_written_sac_update(steps):
     """The framework's step (batched critics, fused Adam, no critic gradients in the actor's step) computes what
-    a plain CleanRL-style update does: same batch, same noise, same weights after each step. (Alpha: the bare
-    loop's loss scales the log-alpha gradient by alpha, ours is the original SAC's; with alpha fixed they agree.)"""
+    a plain CleanRL-style update does: same batch, same noise, same weights and temperature after each step."""
     torch.manual_seed(0)
-    policy = SACPolicy(_cfg(auto_alpha=False, learning_rate_q=1e-2, learning_rate_policy=1e-2))
+    policy = SACPolicy(_cfg(learning_rate_q=1e-2, learning_rate_policy=1e-2, learning_rate_alpha=1e-2))
+    assert policy._alpha.learned
     bare = _bare_copy(policy)
     for step in range(steps):
         batch = default_collate(_transitions())
@@ -216,6 +217,8 @@ def test_learn_step_is_the_hand_written_sac_update(steps):
     for mine, theirs in [(expected.actor, bare.actor), (expected.q1, bare.q1), (expected.q2, bare.q2)]:
         for a, b in zip(mine.parameters(), theirs.parameters()):  # Adam steps are lr=1e-2: a bug moves them that far
             torch.testing.assert_close(a, b, rtol=0, atol=1e-4)
+    torch.testing.assert_close(policy._alpha.raw.detach().reshape(1), bare.log_alpha.detach(), rtol=0, atol=1e-6)
+    assert abs(bare.log_alpha.item() - math.log(0.2)) > 5e-3 * steps  # it moved: lr 1e-2 per step
     target = policy._target_model.critic
     for e, critic in enumerate([bare.q1_t, bare.q2_t]):
         for layer in (0, 2, 4):
