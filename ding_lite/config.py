@@ -1,6 +1,7 @@
 """DI-engine style two-part configs: read, strictly compile against registered defaults, save."""
 from __future__ import annotations
 
+import ast
 import copy
 import importlib.util
 import os
@@ -114,6 +115,47 @@ def read_config(path: str) -> tuple[EasyDict, EasyDict]:
 def _error_line(error: BaseException, path: str) -> int | None:
     frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
     return frames[-1].lineno if frames else None
+
+
+_CREATE_KEYS = ('type', 'import_names')
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``['policy.learn.batch_size=512', ...]`` (``--set``) as ``{dotted key: value}``; each value is a Python
+    literal (``512``, ``3e-4``, ``True``, ``[64, 64]``, ``None``), and anything else is taken as a string."""
+    overrides = {}
+    for item in items:
+        key, sep, text = item.partition('=')
+        if not sep or not key.strip() or ' ' in key.strip():
+            raise ConfigError(f"--set takes KEY=VALUE, e.g. policy.learn.batch_size=512 or create.env.type=pendulum; "
+                              f"got {item!r}")
+        try:
+            overrides[key.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            overrides[key.strip()] = text.strip()  # a bare word: Pendulum-v1, sac, cpu
+    return overrides
+
+
+def apply_overrides(main_cfg: dict, create_cfg: dict, overrides: dict[str, Any] | None) -> tuple[EasyDict, EasyDict]:
+    """Copies of the two configs with each ``{dotted key: value}`` set (``create.``-prefixed keys in
+    ``create_config``, the rest in ``main_config``); ``compile_config`` then checks them as if written in the file."""
+    main_cfg, create_cfg = EasyDict(copy.deepcopy(dict(main_cfg))), EasyDict(copy.deepcopy(dict(create_cfg or {})))
+    for key, value in (overrides or {}).items():
+        create = key.startswith('create.')
+        parts = key[len('create.'):].split('.') if create else key.split('.')
+        if create and not (len(parts) == 1 and parts[0] == 'import_names' or
+                           len(parts) == 2 and parts[0] in _CREATE_PARTS and parts[1] in _CREATE_KEYS):
+            raise ConfigError(f"unknown create_config key {key!r}; expected create.<part>.type or "
+                              f"create.<part>.import_names with part one of {', '.join(_CREATE_PARTS)}")
+        node = create_cfg if create else main_cfg
+        for i, part in enumerate(parts[:-1]):
+            if node.get(part) is None:
+                node[part] = EasyDict()
+            elif not isinstance(node[part], dict):
+                raise ConfigError(f"override {key!r}: {'.'.join(parts[:i + 1])!r} is {node[part]!r}, not a section")
+            node = node[part]
+        node[parts[-1]] = value
+    return main_cfg, create_cfg
 
 
 def merge_strict(default: dict, user: dict, path: str = '', docs: dict[str, str] | None = None) -> EasyDict:
@@ -269,6 +311,7 @@ def compile_config(
         learner: type | None = None,
         collector: type | None = None,
         evaluator: type | None = None,
+        overrides: dict[str, Any] | None = None,
 ) -> EasyDict:
     """Merge the registered classes' defaults under ``main_cfg`` and return the full, checked config.
 
@@ -276,11 +319,12 @@ def compile_config(
     (falling back to ``main_cfg``); its ``import_names`` are imported first so plugins register. ``seed`` None
     takes the config's own ``seed`` (a saved ``total_config.py`` has one), else 0. With ``save_cfg`` and
     ``renew_dir``, an ``exp_name`` folder that already exists gets a time suffix, so an earlier run's
-    checkpoints and logs are never touched.
+    checkpoints and logs are never touched. ``overrides`` (``{dotted key: value}``, ``--set``) are set first and
+    recorded at the top of ``total_config.py``.
     """
     if isinstance(main_cfg, (tuple, list)):
         main_cfg, create_cfg = main_cfg
-    main_cfg, create_cfg = EasyDict(copy.deepcopy(dict(main_cfg))), EasyDict(copy.deepcopy(dict(create_cfg or {})))
+    main_cfg, create_cfg = apply_overrides(main_cfg, create_cfg, overrides)
     imported = _import_create_names(create_cfg)
     for key in main_cfg:
         if key not in TOP_LEVEL_KEYS:
@@ -303,7 +347,7 @@ def compile_config(
     if save_cfg and renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:
-        save_config(cfg, os.path.join(cfg.exp_name, save_path))
+        save_config(cfg, os.path.join(cfg.exp_name, save_path), overrides)
     return cfg
 
 
@@ -376,11 +420,17 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
     return parallel
 
 
-def save_config(cfg: dict, path: str) -> None:
-    """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic)."""
+def save_config(cfg: dict, path: str, overrides: dict[str, Any] | None = None) -> None:
+    """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic); the
+    ``overrides`` it was compiled with are listed in a comment (their values are in the config)."""
     main = _plain({k: v for k, v in cfg.items() if k != 'create_config'}, 'main_config')
     create = _plain(cfg.get('create_config') or {}, 'create_config')
+    noted = ''.join(f"#   --set {k}={v!r}\n" for k, v in (overrides or {}).items())
+    if overrides is None and os.path.isfile(path):  # saved again (shapes read from the env): keep its note
+        with open(path) as f:
+            noted = ''.join(line for line in f if line.startswith('#   --set '))
     text = ('"""Compiled by ding_lite.compile_config; re-run with: ding_lite -m serial -c THIS_FILE"""\n'
+            + (f"# overrides (--set) applied over the config file:\n{noted}" if noted else '') +
             'from math import inf, nan  # noqa: F401 (non-finite values print as inf / nan)\n\n'
             f"main_config = {pprint.pformat(main, width=110, sort_dicts=False)}\n\n"
             f"create_config = {pprint.pformat(create, width=110, sort_dicts=False)}\n")
@@ -402,5 +452,5 @@ def _plain(obj: Any, path: str) -> Any:
 
 
 __all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'read_config',
-           'compile_config', 'save_config', 'merge_strict', 'deep_merge', 'class_default_config',
+           'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict', 'deep_merge', 'class_default_config',
            'policy_default_config']

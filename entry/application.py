@@ -1,6 +1,8 @@
 """Applications of a trained policy: evaluate it, or record demonstrations with it."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from torch import nn
 
@@ -13,14 +15,15 @@ from .utils import build_envs, compile_input, create_run_policy, expert_mode
 
 def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001
          model: nn.Module | None = None, state_dict: dict | None = None, load_path: str | None = None,
-         replay_path: str | None = None, n_episode: int | None = None) -> float:
+         replay_path: str | None = None, n_episode: int | None = None,
+         overrides: dict[str, Any] | None = None) -> float:
     """Run the config's evaluation episodes (``n_episode`` of them, if given) with weights from ``state_dict`` or
     the checkpoint ``load_path``; ``replay_path`` records each as a video (``<replay_path>/env<i>/``, the ``video``
     extra). Prints the returns' mean, std, min and max; returns the mean (also appended to ``evaluator.csv``).
     """
     if n_episode is not None and n_episode <= 0:
         raise ValueError(f"n_episode must be a positive number of episodes, got {n_episode}")
-    cfg = compile_input(input_cfg, seed, save_cfg=False)
+    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
     if n_episode is not None:
         cfg.policy.eval.evaluator.n_episode = n_episode
     _, evaluator_env = build_envs(cfg, env_setting, collect=False)
@@ -47,7 +50,8 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
 def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_count: int,
                       expert_data_path: str | None = None, env_setting: list | None = None,
                       model: nn.Module | None = None, state_dict: dict | None = None,
-                      state_dict_path: str | None = None, deterministic: bool = True) -> dict:
+                      state_dict_path: str | None = None, deterministic: bool = True,
+                      overrides: dict[str, Any] | None = None) -> dict:
     """Roll out a trained policy for ``collect_count`` transitions and write them to ``expert_data_path``.
 
     As DI-engine, the path defaults to ``policy.collect.save_path`` and the expert's checkpoint to
@@ -57,7 +61,7 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_c
     """
     if collect_count <= 0:
         raise ValueError(f"collect_count must be positive, got {collect_count}")
-    cfg = compile_input(input_cfg, seed, save_cfg=False)
+    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
     expert_data_path = expert_data_path or cfg.policy.collect.get('save_path')
     if not expert_data_path:
         raise ValueError("collect_demo_data needs expert_data_path (or policy.collect.save_path in the config)")

@@ -6,8 +6,27 @@ import sys
 import traceback
 from typing import Any
 
-MODES = ('serial', 'parallel', 'eval', 'collect_demo', 'serial_sqil')
-TOOLS = ('plot', 'list', 'config', 'zoo')  # ding_lite TOOL ...: commands that train nothing
+MODES = {  # ding_lite -m MODE -c CONFIG ...
+    'serial': 'train the config serially (collect, learn, evaluate in one process)',
+    'parallel': 'train with collector and evaluator actors on Ray (parallel.ray_address: a cluster)',
+    'eval': 'evaluate a checkpoint (--load-path) over the config\'s evaluation episodes',
+    'collect_demo': 'write demonstrations of a trained policy (--load-path, --expert-data-path, --collect-count)',
+    'serial_sqil': 'train with SQIL from demonstrations (--expert-data-path or --expert-config)',
+}
+TOOLS = {  # ding_lite TOOL ...: commands that train nothing
+    'plot': 'learning curves of runs from their evaluator.csv',
+    'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
+    'config': "a registered class's default config, every key explained (e.g. ding_lite config sac)",
+    'zoo': 'the ready configs of dizoo_configs/ with their expected results',
+}
+
+
+def _epilog() -> str:
+    width = max(map(len, [*MODES, *TOOLS]))
+    modes = '\n'.join(f"  -m {name:<{width}}  {text}" for name, text in MODES.items())
+    tools = '\n'.join(f"  {name:<{width + 3}}  {text}" for name, text in TOOLS.items())
+    return (f"modes (ding_lite -m MODE -c CONFIG ...):\n{modes}\n\n"
+            f"tools (ding_lite TOOL ..., each with its own --help):\n{tools}")
 
 
 def _positive_int(text: str) -> int:
@@ -22,8 +41,9 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='ding_lite', description='Train or evaluate a ding_lite config. '
-                                     'Config files are Python and run as code: only use configs you trust.')
-    parser.add_argument('-m', '--mode', required=True, choices=MODES, help='what to run')
+                                     'Config files are Python and run as code: only use configs you trust.',
+                                     epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('-m', '--mode', required=True, choices=list(MODES), help='what to run (see below)')
     parser.add_argument('-c', '--config', required=True, help='config file (.py with main_config/create_config)')
     parser.add_argument('-s', '--seed', type=int, default=None,
                         help="random seed (default: the config's own seed, as a saved total_config.py records, else 0)")
@@ -48,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--demo-sampled', action='store_true',
                         help="collect_demo sampling from the expert's distribution (no exploration schedule) "
                              "instead of its deterministic actions")
+    parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', dest='overrides',
+                        help='change one config value, repeatable: --set policy.learn.batch_size=512 --set '
+                             'create.env_manager.type=subprocess (a Python literal; checked as the file\'s keys)')
     parser.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -55,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 def build_tool_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='ding_lite', description='Tools around runs and configs.')
     tools = parser.add_subparsers(dest='tool', required=True)
-    plot = tools.add_parser('plot', help="learning curves from runs' evaluator.csv, grouped by experiment",
+    plot = tools.add_parser('plot', help=TOOLS['plot'],
                             description='Each experiment (run folders named alike but for _seed<K>) is drawn as its '
                                         'mean evaluation return over seeds with a shaded band.')
     plot.add_argument('exp_dirs', nargs='+', metavar='EXP_DIR', help='run folders (exp_name) to draw')
@@ -64,14 +87,14 @@ def build_tool_parser() -> argparse.ArgumentParser:
     plot.add_argument('--band', default='minmax', choices=('minmax', 'std'),
                       help='shade between the seeds\' min and max, or one std around the mean')
     plot.add_argument('--title', default=None)
-    listing = tools.add_parser('list', help='registered policies, models, envs, env managers, buffers, wrappers')
+    listing = tools.add_parser('list', help=TOOLS['list'])
     listing.add_argument('kind', nargs='?', default=None,
                          help='policies, models, envs, env_managers, buffers or wrappers (default: all)')
-    config = tools.add_parser('config', help="a registered class's default config, every key explained")
+    config = tools.add_parser('config', help=TOOLS['config'])
     config.add_argument('name', help="e.g. sac, pendulum, subprocess, priority, continuous_qac, parallel")
     config.add_argument('--kind', default=None, help='policy, env, env_manager, buffer or model, where NAME is '
                                                      'registered as several')
-    zoo = tools.add_parser('zoo', help='the ready configs of dizoo_configs/ with their expected results')
+    zoo = tools.add_parser('zoo', help=TOOLS['zoo'])
     for sub in (plot, listing, config, zoo):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
@@ -127,6 +150,8 @@ def _guarded(run: Any, args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> None:
+    from ding_lite.config import parse_overrides
+    overrides = parse_overrides(args.overrides)
     if args.exp_name:
         from ding_lite.config import read_config
         main_config, create_config = read_config(args.config)
@@ -135,25 +160,25 @@ def _run(args: argparse.Namespace) -> None:
     if args.mode == 'serial':
         from .serial_entry import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
-                        max_train_iter=args.max_train_iter, resume=args.resume)
+                        max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)
     elif args.mode == 'parallel':
         from .parallel_entry import parallel_pipeline
         parallel_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
-                          max_train_iter=args.max_train_iter, resume=args.resume)
+                          max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)
     elif args.mode == 'eval':
         from .application import eval
         eval(args.config, seed=args.seed, load_path=args.load_path, replay_path=args.replay_path,
-             n_episode=args.episodes)
+             n_episode=args.episodes, overrides=overrides)
     elif args.mode == 'collect_demo':
         from .application import collect_demo_data
         collect_demo_data(args.config, seed=args.seed, collect_count=args.collect_count,
                           expert_data_path=args.expert_data_path, state_dict_path=args.load_path,
-                          deterministic=not args.demo_sampled)
+                          deterministic=not args.demo_sampled, overrides=overrides)
     elif args.mode == 'serial_sqil':
         from .serial_entry_sqil import serial_pipeline_sqil
         serial_pipeline_sqil(args.config, expert_cfg=args.expert_config, seed=args.seed,
                              expert_data_path=args.expert_data_path, max_env_step=args.max_env_step,
-                             max_train_iter=args.max_train_iter, resume=args.resume)
+                             max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)
 
 
 if __name__ == '__main__':

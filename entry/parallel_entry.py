@@ -6,15 +6,13 @@ through Ray's object store once per broadcast. A failed actor is replaced; its r
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
-import signal
 import threading
 import time
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from easydict import EasyDict
@@ -30,7 +28,8 @@ from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
-from .serial_entry import build_learner, closing, learn_sampler, progress_bar, starting, summarise
+from .run import RunProgress, closing, graceful_interrupt, starting, summarise
+from .serial_entry import build_learner, learn_sampler
 from .utils import compile_run, create_run_policy, learner_threads, observe
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
@@ -38,15 +37,16 @@ POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results a
 
 def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
                       model: nn.Module | None = None, max_train_iter: int = int(1e10),
-                      max_env_step: int = int(1e10), resume: bool | str = False) -> Policy:
+                      max_env_step: int = int(1e10), resume: bool | str = False,
+                      overrides: dict[str, Any] | None = None) -> Policy:
     """Train the config's policy with ``parallel.collector_num`` collector actors and an evaluator actor on Ray,
     and one learner here (on CUDA with ``policy.cuda`` where there is one); returns the trained policy.
 
-    Arguments as ``serial_pipeline``'s. Ctrl-C stops at the next step, writes ``ckpt_last`` (a resume point),
+    Arguments as ``serial_pipeline``'s (``overrides`` too). Ctrl-C stops at the next step, writes ``ckpt_last`` (a resume point),
     shuts every actor down and raises ``KeyboardInterrupt``; ``resume`` continues a parallel or serial run.
     """
     ray = import_ray()
-    cfg, resume_path = compile_run(input_cfg, seed, resume)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
     with starting(cfg, resume_path):
         run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
@@ -132,27 +132,6 @@ class ParallelLoop:
         self.generation = (list(state.get('generation', [])) + [0] * slots)[:slots]
 
 
-@contextlib.contextmanager
-def graceful_interrupt() -> Iterator[threading.Event]:
-    """Ctrl-C sets the yielded event (the loop stops at its next step, consistently); a second one interrupts at
-    once. Only in the main thread, where signal handlers live."""
-    interrupted = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield interrupted
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        if interrupted.is_set():
-            raise KeyboardInterrupt
-        interrupted.set()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max_env_step: int,
                    interrupted: threading.Event) -> None:
     """Keep every collector busy, learn from what arrives, evaluate on the side, until a stop; then checkpoint
@@ -161,7 +140,7 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     learner.call_hook('before_run')
     loop.envstep = max(loop.envstep, learner.last_envstep)
     driver = Driver(cfg, run, max_env_step)
-    with progress_bar(cfg, loop.envstep, max_env_step) as driver.bar:
+    with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar:
         for slot in run.pool.collectors:
             driver.request_collect(slot)
         # the stop is checked first: a run resumed from its final checkpoint ends there, evaluating nothing again
@@ -275,7 +254,7 @@ class Driver:
         stop, info = self._run.evaluator.record(
             result['returns'], lambda name: self._learner.save_checkpoint(name, state=request['state']),
             request['train_iter'], request['envstep'])
-        self.bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
+        self.bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
         self._stop = self._stop or stop
 
     def _maybe_log(self) -> None:
@@ -300,11 +279,9 @@ class Driver:
     def summarise(self, interrupted: bool) -> None:
         loop, stats = self._loop, self.stats()
         write_scalars(self._run.tb_logger, 'parallel', stats, loop.envstep)
-        logger = summarise(self._cfg, self._learner, loop.envstep, self._run.evaluator, 'parallel')
+        logger = summarise(self._cfg, self._learner, loop.envstep, self._run.evaluator, 'parallel', interrupted)
         in_flight = sum(slot.request['size'] for slot in self._pool.collectors if slot.ref is not None)
         logger.info(f"collectors: {loop.envstep} transitions received, {loop.lost} lost in "
                     f"{sum(loop.restarts)} actor restarts, {in_flight} in flight at the end (dropped); "
                     f"learner busy {stats['learner_busy']:.0%}, waiting for data "
                     f"{stats['learner_waiting_for_data']:.0%}; collectors busy {stats['collector_busy']:.0%}")
-        if interrupted:
-            logger.info(f"interrupted: {self._learner.last_resume_point} is a resume point (--resume continues)")

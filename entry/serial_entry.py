@@ -1,31 +1,30 @@
 """The serial off-policy pipeline: collect, store, learn, evaluate, until the stop value or a limit."""
 from __future__ import annotations
 
-import contextlib
-import logging
-import shutil
+import threading
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from easydict import EasyDict
 from torch import nn
-from tqdm import tqdm
 
 from ding_lite.config import ConfigError
 from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
-from ding_lite.worker.logger import build_logger, build_tb_logger
+from ding_lite.worker.logger import build_tb_logger
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
+from .run import RunProgress, closing, graceful_interrupt, starting, summarise
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
                     model: nn.Module | None = None, max_train_iter: int = int(1e10),
-                    max_env_step: int = int(1e10), resume: bool | str = False) -> Policy:
+                    max_env_step: int = int(1e10), resume: bool | str = False,
+                    overrides: dict[str, Any] | None = None) -> Policy:
     """Train the config's policy serially; returns the trained policy (DI-engine's signature).
 
     ``input_cfg`` is a config file path or a ``(main_config, create_config)`` pair; ``env_setting`` an optional
@@ -33,8 +32,10 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     ``policy.other.offline_buffer.path`` set, each batch mixes that file's transitions (real rewards) at ``ratio``.
     ``seed`` None runs the config's own seed (a saved ``total_config.py`` records it), else 0. ``resume`` True
     continues the newest complete checkpoint of ``exp_name`` (``ckpt/latest``); a path continues that checkpoint.
+    ``overrides`` (``{'policy.learn.batch_size': 512}``, the CLI's ``--set``) change the config's values, checked as
+    the config file's are.
     """
-    cfg, resume_path = compile_run(input_cfg, seed, resume)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
@@ -109,28 +110,6 @@ class RunLoop:
         self.updates_left = state['updates_left']
 
 
-@contextlib.contextmanager
-def starting(cfg: EasyDict, resume_path: str | None) -> Iterator[None]:
-    """The set-up of a run: if it fails (bad input), a new run's folder, which ``compile_config`` made for this
-    run alone, is removed, so nothing is left behind; a resumed run's folder is left as it was."""
-    try:
-        yield
-    except BaseException:
-        if resume_path is None:
-            shutil.rmtree(cfg.exp_name, ignore_errors=True)
-        raise
-
-
-@contextlib.contextmanager
-def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
-    """Close every env, worker and logger of ``run`` (``run.closables``) however the block ends."""
-    try:
-        yield run
-    finally:
-        for closable in run.closables:
-            closable.close()
-
-
 def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:
     """The demonstrations of ``path`` on ``buffer``'s device, checked against this run's ``env`` and model."""
     if cfg.policy.priority:
@@ -154,34 +133,48 @@ def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[in
 
 def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
                  max_env_step: int, after_collect: Callable[[], None] | None = None) -> None:
-    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise."""
-    learner, collector, evaluator, loop = run.learner, run.collector, run.evaluator, run.loop
+    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise. Ctrl-C
+    (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
+    learner, collector = run.learner, run.collector
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
-    if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
-        _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
-                                  run.collector_env.action_space, cfg.seed))
-    with progress_bar(cfg, collector.envstep, max_env_step) as bar:
-        def finished() -> bool:
-            return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
+    with graceful_interrupt() as interrupted:
+        if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
+            _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                                      run.collector_env.action_space, cfg.seed))
+        with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
+            _train_loop(cfg, run, sample, max_train_iter, max_env_step, after_collect, progress, interrupted)
+        learner.call_hook('after_run')
+        if interrupted.is_set() and not cfg.policy.learn.learner.hook.save_ckpt_after_run:
+            learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)  # Ctrl-C always leaves a resume point
+    summarise(cfg, learner, collector.envstep, run.evaluator, interrupted=interrupted.is_set())
+    if interrupted.is_set():
+        raise KeyboardInterrupt
 
-        done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
-        while not done:
-            if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
-                if evaluator.should_eval(learner.train_iter):
-                    stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-                    bar.set_postfix(eval_return=f"{info['return_mean']:.1f}", refresh=False)
-                    if stop:
-                        break
-                _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
-                if after_collect is not None:
-                    after_collect()
-                bar.update(collector.envstep - bar.n)
-                loop.updates_left = cfg.policy.learn.update_per_collect
-            _learn_round(cfg, run, sample)
-            done = finished()
-    learner.call_hook('after_run')
-    summarise(cfg, learner, collector.envstep, evaluator)
+
+def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
+                max_env_step: int, after_collect: Callable[[], None] | None, progress: RunProgress,
+                interrupted: threading.Event) -> None:
+    learner, collector, evaluator, loop = run.learner, run.collector, run.evaluator, run.loop
+
+    def finished() -> bool:
+        return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
+
+    done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
+    while not done and not interrupted.is_set():
+        if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
+            if evaluator.should_eval(learner.train_iter):
+                stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+                progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
+                if stop:
+                    break
+            _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+            if after_collect is not None:
+                after_collect()
+            progress.update(collector.envstep - progress.n)
+            loop.updates_left = cfg.policy.learn.update_per_collect
+        _learn_round(cfg, run, sample, interrupted)
+        done = finished()
 
 
 def _push(run: SimpleNamespace, batch: dict[str, Any]) -> None:
@@ -189,31 +182,15 @@ def _push(run: SimpleNamespace, batch: dict[str, Any]) -> None:
     observe(run.policy, batch)
 
 
-def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:
-    """The learn steps left of this collect round (fewer while the buffer holds less than a batch)."""
+def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None],
+                 interrupted: threading.Event) -> None:
+    """The learn steps left of this collect round (fewer while the buffer holds less than a batch), until an
+    interrupt: the loop's ``updates_left`` then tells a resume where the round stood."""
     batch_size, loop = cfg.policy.learn.batch_size, run.loop
-    while loop.updates_left > 0:
+    while loop.updates_left > 0 and not interrupted.is_set():
         loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
         batch = sample(batch_size) if run.buffer.count() >= batch_size else None
         if batch is None:
             loop.updates_left = 0
             break
         run.learner.train(batch, run.collector.envstep)
-
-
-def progress_bar(cfg: EasyDict, envstep: int, max_env_step: int) -> tqdm:
-    """A bar of env steps with the last eval return; silent when stderr is not a terminal (``disable=None``)."""
-    total = max_env_step if max_env_step < int(1e10) else None
-    return tqdm(total=total, initial=envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True, disable=None)
-
-
-def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: InteractionSerialEvaluator,
-              pipeline: str = 'serial') -> logging.Logger:
-    """Print (and log to ``summary.txt``) where the run ended and where its files are; returns that logger."""
-    logger = build_logger(cfg.exp_name, 'summary', console=True)
-    last = evaluator.last_info.get('return_mean', float('nan'))
-    logger.info(f"finished {cfg.exp_name}: {envstep} env steps, {learner.train_iter} train iterations, "
-                f"last eval return {last:.2f} (best {evaluator.best_return:.2f}, stop value {evaluator.stop_value})")
-    logger.info(f"logs: {cfg.exp_name}/log/ (evaluator.csv, tensorboard: {pipeline}/)  "
-                f"checkpoints: {cfg.exp_name}/ckpt/")
-    return logger

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from types import SimpleNamespace
-from typing import Callable
+from typing import Any, Callable
 
 from easydict import EasyDict
 from torch import nn
@@ -23,15 +23,16 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
                          seed: int | None = None, expert_data_path: str | None = None,
                          env_setting: list | None = None, model: nn.Module | None = None,
                          expert_model: nn.Module | None = None, max_train_iter: int = int(1e10),
-                         max_env_step: int = int(1e10), resume: bool | str = False) -> Policy:
+                         max_env_step: int = int(1e10), resume: bool | str = False,
+                         overrides: dict[str, Any] | None = None) -> Policy:
     """Train with SQIL batches; demonstrations come from ``expert_data_path`` (a ``collect_demo_data`` file,
     preferred) or from an expert policy acting greedily beside the agent (DI-engine's way: ``expert_cfg``, with
     the checkpoint at ``policy.collect.model_path`` of this config or of the expert config). ``resume`` as in
-    ``serial_pipeline``."""
+    ``serial_pipeline``, and so are ``overrides``."""
     if (expert_data_path is None) == (expert_cfg is None):
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
-    cfg, resume_path = compile_run(input_cfg, seed, resume)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

@@ -17,6 +17,7 @@ from torch import nn
 from ding_lite.config import ConfigError, compile_config, read_config
 from ding_lite.data.collate import batch_len, default_collate
 from ding_lite.worker import load_checkpoint
+from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
 from ding_lite.model import RunningObsNorm
@@ -25,7 +26,8 @@ from policy_zoo import Policy, create_policy, get_policy_cls
 
 
 def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
-    """Compile a config file path or a ``(main_config, create_config)`` pair (``seed`` None: the config's own)."""
+    """Compile a config file path or a ``(main_config, create_config)`` pair (``seed`` None: the config's own;
+    ``kwargs`` are ``compile_config``'s, ``overrides`` among them)."""
     if isinstance(input_cfg, str):
         input_cfg = read_config(input_cfg)
     if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
@@ -34,23 +36,29 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any
     return compile_config(input_cfg[0], create_cfg=input_cfg[1], seed=seed, **kwargs)
 
 
-def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str) -> tuple[EasyDict, str | None]:
+def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str,
+                overrides: dict[str, Any] | None = None) -> tuple[EasyDict, str | None]:
     """The compiled config of a training run and, when resuming, the checkpoint to continue.
 
     A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
     continues (``exp_name``'s, or the one holding the checkpoint ``resume`` names) and takes the seed its checkpoint
-    records (a different ``seed`` is an error).
+    records (a different ``seed`` is an error). ``overrides`` (``--set``) are applied, recorded in
+    ``total_config.py`` and logged in ``log/summary.txt``.
     """
     if not resume:
-        return compile_input(input_cfg, seed), None
-    cfg = compile_input(input_cfg, seed, save_cfg=False)
+        cfg = compile_input(input_cfg, seed, overrides=overrides)
+        if overrides:
+            build_logger(cfg.exp_name, 'summary', console=True).info(
+                'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))
+        return cfg, None
+    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
     path = find_resume_point(cfg.exp_name if resume is True else str(resume))
     run_seed = load_checkpoint(path).get('run', {}).get('loop', {}).get('seed', cfg.seed)
     if seed is not None and seed != run_seed:
         raise ConfigError(f"--seed {seed} differs from the seed {run_seed} of the run being resumed ({path}); "
                           f"leave it out or give {run_seed}")
     if run_seed != cfg.seed:
-        cfg = compile_input(input_cfg, run_seed, save_cfg=False)
+        cfg = compile_input(input_cfg, run_seed, save_cfg=False, overrides=overrides)
     ckpt_dir = os.path.dirname(os.path.abspath(path))
     if resume is not True and os.path.basename(ckpt_dir) == 'ckpt':
         cfg.exp_name = os.path.dirname(ckpt_dir)

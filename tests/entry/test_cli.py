@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import os
 import pprint
 import subprocess
+import sys
 
 import pytest
 
 from entry.cli import build_parser, main
-from tests.conftest import TINY_CREATE, TINY_PENDULUM
+from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
 
 def _write_cfg(tmp_path):
@@ -106,3 +108,68 @@ def test_replay_without_moviepy_and_eval_flags_elsewhere_are_clear(tmp_path, cap
     with pytest.raises(SystemExit):
         main(['-m', 'serial', '-c', 'x.py', '--episodes', '3'])
     assert '--episodes and --replay-path are for -m eval, not -m serial' in capsys.readouterr().err
+
+
+def test_set_overrides_values_records_them_and_a_run_without_a_terminal_prints_lines(tmp_path):
+    path = _write_cfg(tmp_path)
+    run = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '--max-train-iter', '20',
+                          '--set', 'policy.learn.batch_size=8', '--set', 'env.collector_env_num=3',
+                          '--set', 'create.env_manager.type=subprocess', '--set', "policy.model.activation='tanh'"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    from ding_lite.config import read_config
+    saved = tmp_path / 'cli_exp' / 'total_config.py'
+    main_cfg, create_cfg = read_config(str(saved))
+    assert main_cfg.policy.learn.batch_size == 8 and main_cfg.env.collector_env_num == 3
+    assert main_cfg.policy.model.activation == 'tanh' and create_cfg.env_manager.type == 'subprocess'
+    assert "#   --set policy.learn.batch_size=8\n" in saved.read_text()  # recorded, and logged
+    assert "overrides (--set): policy.learn.batch_size=8, env.collector_env_num=3" in \
+        (tmp_path / 'cli_exp' / 'log' / 'summary.txt').read_text()
+    # stderr is a pipe, not a terminal: a plain line per evaluation instead of the bar (eval_freq 10: 0 and 10)
+    lines = [line for line in run.stderr.splitlines() if 'env steps/s' in line]
+    assert len(lines) == 2 and 'cli_exp: env step ' in lines[0] and ', iteration 10, eval return -' in lines[1]
+    bad = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '--set', 'policy.learn.bach_size=8'],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines()[-1].startswith(
+        "ding_lite: error: ConfigError: unknown config key 'policy.learn.bach_size'; did you mean "
+        "'policy.learn.batch_size'?")
+    assert sorted(os.listdir(tmp_path)) == ['cfg.py', 'cli_exp']  # the failed run left no folder
+
+
+def test_overrides_are_checked_as_the_files_keys_are(tmp_path):
+    from ding_lite.config import ConfigError, parse_overrides
+    from entry import serial_pipeline
+    main_cfg = dict(TINY_PENDULUM, exp_name=str(tmp_path / 'api'))
+    with pytest.raises(ConfigError, match=r"'policy.learn.batch_size' must be an int, got 'fast'"):
+        serial_pipeline((main_cfg, TINY_CREATE), overrides=parse_overrides(['policy.learn.batch_size=fast']))
+    with pytest.raises(ConfigError, match=r"unknown create_config key 'create.env.typo'"):
+        serial_pipeline((main_cfg, TINY_CREATE), overrides={'create.env.typo': 1})
+    with pytest.raises(ConfigError, match=r"--set takes KEY=VALUE"):
+        parse_overrides(['policy.learn.batch_size'])
+    assert parse_overrides(['a.b=3e-4', 'c=[64, 64]', 'd=Pendulum-v1', 'e=None']) == \
+        {'a.b': 3e-4, 'c': [64, 64], 'd': 'Pendulum-v1', 'e': None}
+    policy = serial_pipeline((main_cfg, TINY_CREATE), max_train_iter=2, overrides={'policy.learn.batch_size': 8})
+    assert policy._cfg.learn.batch_size == 8
+
+
+def test_help_lists_every_mode_and_tool():
+    from entry.cli import MODES, TOOLS
+    run = subprocess.run([sys.executable, '-m', 'entry.cli', '--help'], capture_output=True, text=True, timeout=60,
+                         cwd=ROOT)
+    assert run.returncode == 0
+    for name, text in [*MODES.items(), *TOOLS.items()]:
+        assert f"{name}  " in run.stdout and text[:40] in ' '.join(run.stdout.split()), name
+
+
+def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp_path):
+    import io
+    from easydict import EasyDict
+    from entry import run as run_module
+    stream = io.StringIO()  # not a terminal
+    progress = run_module.RunProgress(EasyDict(exp_name='quiet'), 100, 10 ** 10, lambda: 7, stream=stream)
+    progress.update(50)
+    assert stream.getvalue() == ''  # within the minute: nothing yet
+    monkeypatch.setattr(run_module, 'LINE_SECONDS', 0.0)
+    progress.update(50)
+    assert 'quiet: env step 200, iteration 7, eval return -, ' in stream.getvalue()
+    progress.close()

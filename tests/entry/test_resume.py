@@ -14,7 +14,7 @@ import pytest
 import torch
 from easydict import EasyDict
 
-from ding_lite.config import ConfigError
+from ding_lite.config import ConfigError, read_config
 from entry import serial_pipeline
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
@@ -219,3 +219,47 @@ def test_resuming_a_finished_run_trains_and_evaluates_no_more(tmp_path):
     assert _returns(tmp_path / 'run') == rows                          # no second evaluation at 40
     straight = serial_pipeline(_cfg(tmp_path / 'straight'), seed=0, max_train_iter=40)
     assert _same_params(policy, straight)                               # and no learn step beyond the budget
+
+
+def _interrupt_cli(args: list[str], cwd, wait_for, delay: float, twice: bool = False) -> tuple[int, str]:
+    """Run the CLI, send SIGINT ``delay`` seconds after ``wait_for`` appears (twice: a second one at once)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    process = subprocess.Popen([sys.executable, '-m', 'entry.cli', *args], cwd=cwd, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not wait_for() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(delay)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        if twice:
+            time.sleep(0.01)
+            process.send_signal(signal.SIGINT)
+    return process.wait(timeout=120), process.stdout.read()
+
+
+def test_ctrl_c_at_random_moments_keeps_the_work_and_resumes_bitwise(tmp_path):
+    cfg = _write_cli_cfg(tmp_path)
+    budget = ['--max-train-iter', '300']
+    main_cfg, create = read_config(cfg)
+    main_cfg.exp_name = str(tmp_path / 'straight')
+    serial_pipeline((main_cfg, create), seed=0, max_train_iter=300)  # the run that was never interrupted
+    exp, rng = tmp_path / 'kill_run', random.Random(1)
+    csv_rows = lambda: (exp / 'log' / 'evaluator.csv').exists() and len(_returns(exp)) > 0  # noqa: E731
+    code, out = _interrupt_cli(['-m', 'serial', '-c', cfg, '-s', '0', *budget], tmp_path, csv_rows,
+                               rng.uniform(0.0, 0.5))
+    assert code == 130 and 'is a resume point; continue the run with the same command and --resume' in out, out
+    assert (exp / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'  # written by Ctrl-C itself
+    stopped = torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter']
+    assert 0 <= stopped < 300
+    resumed = lambda: 'resumed the run from' in (exp / 'log' / 'learner.txt').read_text()  # noqa: E731
+    code, _ = _interrupt_cli(['-m', 'serial', '-c', cfg, '--resume', *budget], tmp_path, resumed,
+                             rng.uniform(0.0, 0.5), twice=True)  # a second Ctrl-C: out at once
+    assert code == 130 and (exp / 'ckpt' / 'latest').is_file()
+    assert _run_cli(['-m', 'serial', '-c', cfg, '--resume', *budget], tmp_path) == 0
+    final = torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+    straight = torch.load(tmp_path / 'straight' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+    assert final['last_iter'] == straight['last_iter'] == 300
+    for key in ('model', 'target_model'):
+        assert all(torch.equal(final[key][k], v) for k, v in straight[key].items()), key
+    assert _returns(exp) == _returns(tmp_path / 'straight')

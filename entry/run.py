@@ -1,0 +1,129 @@
+"""A run's life cycle, shared by the serial and parallel pipelines: set-up that leaves nothing behind, a graceful
+interrupt, a sign of life (a bar on a terminal, plain lines elsewhere), closing, and the summary."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import signal
+import sys
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator, TextIO
+
+from easydict import EasyDict
+from tqdm import tqdm
+
+from ding_lite.worker import BaseLearner, InteractionSerialEvaluator
+from ding_lite.worker.logger import build_logger
+
+LINE_SECONDS = 60.0  # without a terminal, a progress line at least this often
+
+
+@contextlib.contextmanager
+def starting(cfg: EasyDict, resume_path: str | None) -> Iterator[None]:
+    """The set-up of a run: if it fails (bad input), a new run's folder, which ``compile_config`` made for this
+    run alone, is removed, so nothing is left behind; a resumed run's folder is left as it was."""
+    try:
+        yield
+    except BaseException:
+        if resume_path is None:
+            shutil.rmtree(cfg.exp_name, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
+    """Close every env, worker and logger of ``run`` (``run.closables``) however the block ends."""
+    try:
+        yield run
+    finally:
+        for closable in run.closables:
+            closable.close()
+
+
+@contextlib.contextmanager
+def graceful_interrupt() -> Iterator[threading.Event]:
+    """Ctrl-C or SIGTERM (a cluster scheduler's) sets the yielded event: the loop stops at its next learn step and
+    writes a resume point. A second Ctrl-C interrupts at once, the previous resume point intact. Only in the main
+    thread, where signal handlers live."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if interrupted.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        interrupted.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield interrupted
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class RunProgress:
+    """The run's sign of life: on a terminal a tqdm bar of env steps with the last evaluation return; elsewhere
+    (a log file, a cluster job) a plain line on stderr at each evaluation and at least once a minute: env steps,
+    iteration, last eval return, env steps/s. Takes tqdm's ``n``, ``update`` and ``set_postfix``."""
+
+    def __init__(self, cfg: EasyDict, envstep: int, max_env_step: int, train_iter: Callable[[], int],
+                 stream: TextIO | None = None) -> None:
+        self._stream = stream or sys.stderr
+        self._tty = bool(getattr(self._stream, 'isatty', lambda: False)())
+        total = max_env_step if max_env_step < int(1e10) else None
+        self._bar = tqdm(total=total, initial=envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True,
+                         disable=not self._tty, file=self._stream)
+        self._name, self._train_iter, self._eval_return = cfg.exp_name, train_iter, None
+        self.n = envstep
+        self._start, self._start_step = time.monotonic(), envstep
+        self._last_line = self._start
+
+    def update(self, steps: int) -> None:
+        self.n += steps
+        self._bar.update(steps)
+        if not self._tty and time.monotonic() - self._last_line >= LINE_SECONDS:
+            self._line()
+
+    def set_postfix(self, eval_return: str | None = None, **kwargs: Any) -> None:
+        self._bar.set_postfix(eval_return=eval_return, refresh=False)
+        self._eval_return = eval_return
+        if not self._tty:
+            self._line()
+
+    def _line(self) -> None:
+        now = time.monotonic()
+        rate = (self.n - self._start_step) / max(now - self._start, 1e-9)
+        print(f"[{time.strftime('%H:%M:%S')}] {self._name}: env step {self.n}, iteration {self._train_iter()}, "
+              f"eval return {self._eval_return or '-'}, {rate:.0f} env steps/s", file=self._stream, flush=True)
+        self._last_line = now
+
+    def close(self) -> None:
+        self._bar.close()
+
+    def __enter__(self) -> RunProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: InteractionSerialEvaluator,
+              pipeline: str = 'serial', interrupted: bool = False) -> logging.Logger:
+    """Print (and log to ``summary.txt``) where the run ended and where its files are (after an interrupt, how to
+    continue it); returns that logger."""
+    logger = build_logger(cfg.exp_name, 'summary', console=True)
+    last = evaluator.last_info.get('return_mean', float('nan'))
+    logger.info(f"{'interrupted' if interrupted else 'finished'} {cfg.exp_name}: {envstep} env steps, "
+                f"{learner.train_iter} train iterations, last eval return {last:.2f} (best "
+                f"{evaluator.best_return:.2f}, stop value {evaluator.stop_value})")
+    logger.info(f"logs: {cfg.exp_name}/log/ (evaluator.csv, tensorboard: {pipeline}/)  "
+                f"checkpoints: {cfg.exp_name}/ckpt/")
+    if interrupted:
+        logger.info(f"interrupted: {learner.last_resume_point} is a resume point; continue the run with the same "
+                    f"command and --resume (or --resume {cfg.exp_name})")
+    return logger
