@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 # torch first: a bare `torch` requirement with no torch installed would pull a multi-GB CUDA build.
 install:
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install "torch==$(TORCH_VERSION)"
-	$(PIP) install -q -e ".[test,box2d,mujoco,parallel,envpool,plot,video]"
+	$(PIP) install -q -e ".[test,box2d,mujoco,parallel,envpool,plot,video,track]"
 
 test: install
 	$(PYTHON) -m pytest tests

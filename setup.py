@@ -25,6 +25,7 @@ setup(
         'box2d': ['gymnasium[box2d]'],
         'envpool': ['envpool'],
         'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
+        'track': ['wandb'],    # logger.wandb / --track (Weights & Biases)
     },
     entry_points={'console_scripts': ['ding_lite=entry.cli:main']},
 )

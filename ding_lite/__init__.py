@@ -19,7 +19,7 @@ _LAZY = {
                            'get_train_sample'),
     # upper layers, imported only when asked for: the core never imports them at module level
     'policy_zoo': ('Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'create_policy', 'get_policy_cls'),
-    'entry': ('serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'parallel_pipeline'),
+    'entry': ('serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'parallel_pipeline', 'load_policy'),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

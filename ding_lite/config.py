@@ -22,7 +22,7 @@ from .utils.checkpoint import atomic_write_text
 from .utils.default_config import ConfigError, ConfigWarning, class_default_config, config_docs, deep_merge
 from .utils.device import resolve_device
 
-TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel')
+TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel', 'logger')
 
 
 class ParallelSection:
@@ -34,6 +34,23 @@ class ParallelSection:
         num_cpus_per_collector=1.0,    # CPUs Ray reserves for each collector actor (the evaluator takes 1)
         weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
         max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+
+class LoggerSection:
+    """The top-level ``logger`` section: where a run's scalars go besides tensorboard and ``evaluator.csv``."""
+
+    config = dict(
+        wandb=dict(                    # Weights & Biases (pip install 'ding-lite[track]'): scalars, config, run name
+            track=False,               # send the run there (the CLI's --track); on too when a project is set
+            project=None,              # the W&B project; None: 'ding_lite'
+            entity=None,               # the W&B team or user; None: your default
+            mode=None,                 # 'online', 'offline' (no network; sync later), 'disabled'; None: WANDB_MODE
+        ),
     )
 
     @classmethod
@@ -336,7 +353,9 @@ def compile_config(
     cfg = EasyDict(exp_name=seeded_exp_name(main_cfg.get('exp_name', 'default_experiment'), int(seed)),
                    seed=int(seed), policy=policy,
                    env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg),
-                   parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()))
+                   parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()),
+                   logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
+                                       {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
@@ -451,6 +470,8 @@ def _plain(obj: Any, path: str) -> Any:
                       f"use plain numbers, strings, lists and dicts")
 
 
-__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'read_config',
-           'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict', 'deep_merge', 'class_default_config',
+__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'LoggerSection',
+           'read_config',
+           'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict', 'deep_merge',
+           'class_default_config',
            'policy_default_config']

@@ -18,6 +18,7 @@ TOOLS = {  # ding_lite TOOL ...: commands that train nothing
     'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
     'config': "a registered class's default config, every key explained (e.g. ding_lite config sac)",
     'zoo': 'the ready configs of dizoo_configs/ with their expected results',
+    'export': "a run's eval actor as TorchScript, normalisation and action scaling included (torch.jit.load)",
 }
 
 
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', dest='overrides',
                         help='change one config value, repeatable: --set policy.learn.batch_size=512 --set '
                              'create.env_manager.type=subprocess (a Python literal; checked as the file\'s keys)')
+    parser.add_argument('--track', action='store_true',
+                        help="send the run to Weights & Biases (logger.wandb; WANDB_MODE=offline works without a "
+                             "network); needs pip install 'ding-lite[track]'")
     parser.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -95,7 +99,11 @@ def build_tool_parser() -> argparse.ArgumentParser:
     config.add_argument('--kind', default=None, help='policy, env, env_manager, buffer or model, where NAME is '
                                                      'registered as several')
     zoo = tools.add_parser('zoo', help=TOOLS['zoo'])
-    for sub in (plot, listing, config, zoo):
+    export = tools.add_parser('export', help=TOOLS['export'])
+    export.add_argument('run', metavar='RUN', help='a run folder, or a checkpoint file in its ckpt/')
+    export.add_argument('-o', '--output', default='actor.pt', help='file to write (default: actor.pt)')
+    export.add_argument('--checkpoint', default='ckpt_best.pth.tar', help="the run's checkpoint (default: best)")
+    for sub in (plot, listing, config, zoo, export):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -104,6 +112,10 @@ def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'plot':
         from .plot import plot_curves
         print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title)}")
+        return
+    if args.tool == 'export':
+        from .agent import load_policy
+        print(f"wrote {load_policy(args.run, args.checkpoint).export(args.output)}")
         return
     from . import discover
     if args.tool == 'list':
@@ -152,6 +164,8 @@ def _guarded(run: Any, args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> None:
     from ding_lite.config import parse_overrides
     overrides = parse_overrides(args.overrides)
+    if args.track:
+        overrides['logger.wandb.track'] = True
     if args.exp_name:
         from ding_lite.config import read_config
         main_config, create_config = read_config(args.config)

@@ -28,7 +28,7 @@ from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
-from .run import RunProgress, closing, graceful_interrupt, starting, summarise
+from .run import RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler
 from .utils import compile_run, create_run_policy, learner_threads, observe
 
@@ -42,8 +42,9 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     """Train the config's policy with ``parallel.collector_num`` collector actors and an evaluator actor on Ray,
     and one learner here (on CUDA with ``policy.cuda`` where there is one); returns the trained policy.
 
-    Arguments as ``serial_pipeline``'s (``overrides`` too). Ctrl-C stops at the next step, writes ``ckpt_last`` (a resume point),
-    shuts every actor down and raises ``KeyboardInterrupt``; ``resume`` continues a parallel or serial run.
+    Arguments as ``serial_pipeline``'s (``overrides`` too). Ctrl-C stops at the next step, writes ``ckpt_last``
+    (a resume point), shuts every actor down and raises ``KeyboardInterrupt``; ``resume`` continues a parallel or
+    serial run.
     """
     ray = import_ray()
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
@@ -93,7 +94,8 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     if cfg.policy.other.replay_buffer.device == 'cpu':
         cfg.policy.other.replay_buffer.device = cfg.policy.device  # a batch never crosses to the learner's device
     policy = create_run_policy(cfg, model=model, enable_field=['learn', 'eval'])
-    tb_logger = build_tb_logger(cfg.exp_name, 'parallel')
+    tracker = start_tracker(cfg)
+    tb_logger = build_tb_logger(cfg.exp_name, 'parallel', tracker)
     learner, buffer = build_learner(cfg, policy, tb_logger)
     first_step(cfg, env_setting, policy, [buffer])
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, None, None, tb_logger, cfg.exp_name)
@@ -102,7 +104,8 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     learner.attach('loop', loop)
     return SimpleNamespace(policy=policy, tb_logger=tb_logger, learner=learner, buffer=buffer, evaluator=evaluator,
                            loop=loop, env_setting=env_setting, sample=learn_sampler(cfg, buffer, env_ref),
-                           logger=build_logger(cfg.exp_name, 'parallel', console=True), closables=[tb_logger])
+                           logger=build_logger(cfg.exp_name, 'parallel', console=True),
+                           closables=[tb_logger, *([tracker] if tracker else [])])
 
 
 class ParallelLoop:

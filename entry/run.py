@@ -3,18 +3,22 @@ interrupt, a sign of life (a bar on a terminal, plain lines elsewhere), closing,
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import shutil
 import signal
 import sys
 import threading
 import time
+import uuid
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator, TextIO
 
 from easydict import EasyDict
 from tqdm import tqdm
 
+from ding_lite.utils.checkpoint import atomic_write_text
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator
 from ding_lite.worker.logger import build_logger
 
@@ -110,6 +114,38 @@ class RunProgress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Tracker:
+    """A Weights & Biases run for ``logger.wandb`` (``--track``): the compiled config and run name at the start,
+    then every scalar tensorboard gets (``write_scalars``). Its id is kept in ``log/wandb_run_id``, so a resumed
+    run continues the same W&B run. ``close`` finishes it."""
+
+    def __init__(self, cfg: EasyDict) -> None:
+        try:
+            import wandb
+        except ImportError:
+            raise ImportError("experiment tracking (logger.wandb, --track) needs wandb: pip install "
+                              "'ding-lite[track]' (or pip install wandb)") from None
+        settings, id_file = cfg.logger.wandb, os.path.join(cfg.exp_name, 'log', 'wandb_run_id')
+        run_id = open(id_file).read().strip() if os.path.isfile(id_file) else uuid.uuid4().hex[:8]
+        os.makedirs(os.path.dirname(id_file), exist_ok=True)
+        atomic_write_text(id_file, run_id)
+        self.run = wandb.init(project=settings.project or 'ding_lite', entity=settings.entity, mode=settings.mode,
+                              dir=cfg.exp_name, id=run_id, resume='allow', name=os.path.basename(cfg.exp_name),
+                              config=json.loads(json.dumps(cfg, default=str)))
+
+    def log(self, scalars: dict[str, float]) -> None:
+        self.run.log(scalars)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def start_tracker(cfg: EasyDict) -> Tracker | None:
+    """The run's ``Tracker`` where ``logger.wandb`` asks for one (``track``, or a ``project`` set), else None."""
+    settings = cfg.logger.wandb
+    return Tracker(cfg) if settings.track or settings.project else None
 
 
 def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: InteractionSerialEvaluator,

@@ -13,11 +13,11 @@ from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
-from ding_lite.worker.logger import build_tb_logger
+from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .run import RunProgress, closing, graceful_interrupt, starting, summarise
+from .run import RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
 
 
@@ -71,7 +71,8 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     if cfg.policy.deterministic:
         set_deterministic(True)
     policy = create_run_policy(cfg, model=model)
-    tb_logger = build_tb_logger(cfg.exp_name)
+    tracker = start_tracker(cfg)
+    tb_logger = build_tb_logger(cfg.exp_name, tracker=tracker)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
                                        **kwargs)
@@ -79,7 +80,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
                           evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
-                          closables=[collector, evaluator, tb_logger])
+                          closables=[collector, evaluator, tb_logger, *([tracker] if tracker else [])])
     for name, part in (('collector', collector), ('evaluator', evaluator), ('loop', run.loop)):
         learner.attach(name, part)
     return run
@@ -161,6 +162,10 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
         return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
 
     done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
+    if done:
+        build_logger(cfg.exp_name, 'summary', console=True).info(
+            f"{cfg.exp_name} had already finished: {collector.envstep} env steps, {learner.train_iter} train "
+            f"iterations reach this budget; raise --max-env-step or --max-train-iter to continue it")
     while not done and not interrupted.is_set():
         if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
             if evaluator.should_eval(learner.train_iter):

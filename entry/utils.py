@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 from functools import partial
 from types import SimpleNamespace
 from typing import Any, Iterator
@@ -52,7 +53,8 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
                 'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))
         return cfg, None
     cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
-    path = find_resume_point(cfg.exp_name if resume is True else str(resume))
+    where = str(resume) if resume is not True else cfg.exp_name if seed is not None else _the_run(cfg.exp_name)
+    path = find_resume_point(where)
     run_seed = load_checkpoint(path).get('run', {}).get('loop', {}).get('seed', cfg.seed)
     if seed is not None and seed != run_seed:
         raise ConfigError(f"--seed {seed} differs from the seed {run_seed} of the run being resumed ({path}); "
@@ -60,9 +62,43 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
     if run_seed != cfg.seed:
         cfg = compile_input(input_cfg, run_seed, save_cfg=False, overrides=overrides)
     ckpt_dir = os.path.dirname(os.path.abspath(path))
-    if resume is not True and os.path.basename(ckpt_dir) == 'ckpt':
-        cfg.exp_name = os.path.dirname(ckpt_dir)
+    if (resume is not True or where != cfg.exp_name) and os.path.basename(ckpt_dir) == 'ckpt':
+        cfg.exp_name = os.path.dirname(ckpt_dir) if resume is not True else where
     return cfg, path
+
+
+def _the_run(exp_name: str) -> str:
+    """The one run of a ``_seed<K>`` config that ``--resume`` without a seed continues: every seed's folder (and
+    its timestamped siblings) with a resume point is a candidate; several are an error listing them."""
+    runs = resumable_runs(exp_name)
+    if len(runs) > 1:
+        listed = '; '.join(f"{run} ({run_state(run)})" for run in runs)
+        raise ConfigError(f"--resume without a seed: {len(runs)} runs of this config can be resumed: {listed}. Give "
+                          f"the run's seed (-s K) or its folder (--resume FOLDER)")
+    return runs[0] if runs else exp_name
+
+
+def resumable_runs(exp_name: str) -> list[str]:
+    """The folders of ``exp_name``'s runs that hold a complete resume point: for a ``<name>_seed<K>`` name every
+    seed's (and the timestamped siblings ``compile_config`` makes), else ``exp_name``'s alone."""
+    match = re.fullmatch(r'(.*_seed)\d+', exp_name)
+    if match is None:
+        return [exp_name] if os.path.isfile(os.path.join(exp_name, 'ckpt', LATEST)) else []
+    parent, base = os.path.split(match.group(1))
+    name = re.compile(re.escape(base) + r'\d+(_\d{6}_\d{6}_[0-9a-f]{4})?')
+    folders = sorted(entry for entry in os.listdir(parent or '.') if name.fullmatch(entry))
+    return [os.path.join(parent, f) for f in folders if os.path.isfile(os.path.join(parent, f, 'ckpt', LATEST))]
+
+
+def run_state(run: str) -> str:
+    """``'finished at env step N'`` or ``'interrupted at env step N'`` for a run folder with a resume point."""
+    state = load_checkpoint(find_resume_point(run))
+    envstep = state.get('last_envstep', 0)
+    summary = os.path.join(run, 'log', 'summary.txt')
+    lines = open(summary).read().splitlines() if os.path.isfile(summary) else []
+    ends = [line for line in lines if re.search(r'\] (finished|interrupted) ', line)]
+    finished = bool(ends) and '] finished ' in ends[-1] and f": {envstep} env steps," in ends[-1]
+    return f"{'finished' if finished else 'interrupted'} at env step {envstep}"
 
 
 def find_resume_point(where: str) -> str:

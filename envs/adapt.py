@@ -117,14 +117,14 @@ class AdaptedEnv(BaseEnv):
     """A user's ``BaseEnv`` whose observations ``ObsAdapter`` changes; everything else passes through."""
 
     def __init__(self, env: BaseEnv, adapter: ObsAdapter) -> None:
-        self.env, self._adapter = env, adapter
+        self.env, self.obs_adapter = env, adapter
 
     def reset(self) -> Any:
-        return self._adapter(self.env.reset())
+        return self.obs_adapter(self.env.reset())
 
     def step(self, action: Any) -> BaseEnvTimestep:
         timestep = self.env.step(action)
-        return timestep._replace(obs=self._adapter(timestep.obs))
+        return timestep._replace(obs=self.obs_adapter(timestep.obs))
 
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
         self.env.seed(seed, dynamic_seed)
@@ -144,7 +144,7 @@ class AdaptedEnv(BaseEnv):
             raise AttributeError(name)
         return getattr(self.env, name)
 
-    observation_space = property(lambda self: self._adapter.space)
+    observation_space = property(lambda self: self.obs_adapter.space)
     action_space = property(lambda self: self.env.action_space)
     reward_space = property(lambda self: self.env.reward_space)
 

@@ -60,7 +60,7 @@ class GymnasiumEnv(BaseEnv):
         env_id=None,              # the gymnasium id, e.g. 'Pendulum-v1'
         act_scale=True,           # map actions from [-1, 1] into the Box bounds
         env_kwargs=dict(),        # passed to gymnasium.make
-        wrappers=[],              # gymnasium wrappers, innermost first: 'ClipAction', 'pkg.Wrapper', dict(type=..., **kw)
+        wrappers=[],              # gymnasium wrappers, innermost first: 'ClipAction', 'pkg.Wrap', dict(type=..., **kw)
         frame_stack=1,            # the last k observations stacked (after wrappers; image frames' channels); 1: none
     )
 
@@ -92,6 +92,7 @@ class GymnasiumEnv(BaseEnv):
         if self._cfg.frame_stack > 1:
             env = gym.wrappers.FrameStackObservation(env, int(self._cfg.frame_stack))
         adapter = ObsAdapter(env.observation_space)
+        self.obs_adapter = adapter  # what load_policy applies to the observations a user gives
         if adapter.identity:
             return env
         adapter.log_once(self._gym_id)
@@ -232,6 +233,11 @@ class GymnasiumEnv(BaseEnv):
     def env_id(self) -> str:
         """The gymnasium id that runs (after any gym-era mapping)."""
         return self._gym_id
+
+    @property
+    def action_scaler(self) -> ActionScaler | None:
+        """How [-1, 1] actions become the env's own (None: the env takes the policy's actions as they are)."""
+        return self._scaler
 
     def __repr__(self) -> str:
         return f"GymnasiumEnv({self._cfg.env_id!r})"

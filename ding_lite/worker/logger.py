@@ -29,8 +29,11 @@ def build_logger(exp_name: str | None, name: str, console: bool = False) -> logg
     return logger
 
 
-def build_tb_logger(exp_name: str, pipeline: str = 'serial') -> SummaryWriter:
-    return SummaryWriter(os.path.join(exp_name, 'log', pipeline))
+def build_tb_logger(exp_name: str, pipeline: str = 'serial', tracker: Any = None) -> SummaryWriter:
+    """The run's tensorboard writer; ``tracker`` (a Weights & Biases run, or None) receives the same scalars."""
+    writer = SummaryWriter(os.path.join(exp_name, 'log', pipeline))
+    writer.tracker = tracker
+    return writer
 
 
 def format_scalars(prefix: str, scalars: dict[str, Any]) -> str:
@@ -42,3 +45,6 @@ def write_scalars(tb_logger: SummaryWriter | None, prefix: str, scalars: dict[st
     if tb_logger is not None:
         for key, value in scalars.items():
             tb_logger.add_scalar(f'{prefix}/{key}', value, step)
+        tracker = getattr(tb_logger, 'tracker', None)
+        if tracker is not None:  # the same scalars, with the step tensorboard files them under
+            tracker.log({**{f'{prefix}/{key}': value for key, value in scalars.items()}, f'{prefix}/step': step})

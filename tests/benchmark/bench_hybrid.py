@@ -62,7 +62,8 @@ def main(args: argparse.Namespace) -> None:
                 results[kind].append(result)
                 print(f"{kind:6s} seed {seed}: -250 at {result['env_steps']} env steps, mean eval return "
                       f"{result['mean_return']:.0f} up to {args.horizon}", flush=True)
-    medians = {kind: {'mean_return': statistics.median(r['mean_return'] for r in runs)} for kind, runs in results.items()}
+    medians = {kind: {'mean_return': statistics.median(r['mean_return'] for r in runs)}
+               for kind, runs in results.items()}
     for kind, runs in results.items():  # a run that never reached STOP counts at the horizon, and is reported
         medians[kind]['env_steps'], missed = steps_to_threshold([r['env_steps'] for r in runs], args.horizon)
         if missed:

@@ -15,6 +15,7 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, read_config
+from ding_lite.utils import load_file
 from entry import serial_pipeline
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
@@ -263,3 +264,23 @@ def test_ctrl_c_at_random_moments_keeps_the_work_and_resumes_bitwise(tmp_path):
     for key in ('model', 'target_model'):
         assert all(torch.equal(final[key][k], v) for k, v in straight[key].items()), key
     assert _returns(exp) == _returns(tmp_path / 'straight')
+
+
+def test_resume_without_a_seed_picks_the_one_run_or_lists_them(tmp_path, monkeypatch, capsys):
+    config = lambda: _cfg(tmp_path / 'exp_seed0')  # noqa: E731 (a _seed<K> name: -s K picks the folder)
+    serial_pipeline(config(), seed=2, max_train_iter=10)       # exp_seed2: finished
+    with monkeypatch.context() as patch:
+        _crash_at(patch, 9)                                     # exp_seed0: killed after iteration_7
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(config(), seed=0, max_train_iter=30)
+    with pytest.raises(ConfigError, match=r"--resume without a seed: 2 runs of this config can be resumed: "
+                                          r".*exp_seed0 \(interrupted at env step \d+\); .*exp_seed2 \(finished "
+                                          r"at env step \d+\)\. Give the run's seed \(-s K\) or its folder"):
+        serial_pipeline(config(), resume=True, max_train_iter=30)
+    (tmp_path / 'exp_seed0').rename(tmp_path / 'elsewhere')  # one run left: seed 2's, which has finished
+    capsys.readouterr()
+    serial_pipeline(config(), resume=True, max_train_iter=10)
+    assert 'exp_seed2 had already finished: ' in capsys.readouterr().out
+    serial_pipeline(config(), resume=True, max_train_iter=20)  # a raised budget continues it
+    state = load_file(str(tmp_path / 'exp_seed2' / 'ckpt' / 'ckpt_last.pth.tar'))
+    assert state['last_iter'] == 20 and state['run']['loop']['seed'] == 2
