@@ -388,6 +388,7 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     policy.type = policy_type
     policy.other.replay_buffer.type = buffer_type
     _check_batch_fits(policy)
+    getattr(POLICY_REGISTRY.get(policy_type), 'check_config', lambda cfg: None)(policy)
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
     buffer = policy.other.replay_buffer  # on the learner's device unless set: with cuda, a batch never crosses PCIe
     if buffer.get('device'):

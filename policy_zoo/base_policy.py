@@ -9,7 +9,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.utils.default_config import class_default_config
+from ding_lite.utils.default_config import ConfigError, class_default_config
 from ding_lite.data import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
@@ -77,6 +77,15 @@ class Policy:
     @classmethod
     def default_config(cls) -> EasyDict:
         return class_default_config(cls)
+
+    @classmethod
+    def check_config(cls, cfg: EasyDict) -> None:
+        """Refuse, at compile time, settings this policy declares but cannot honour (``ConfigError`` naming the key and
+        what is supported): nothing is accepted only to be ignored."""
+        for key, what in (('multi_agent', 'single-agent'), ('on_policy', 'off-policy')):
+            if cfg.get(key):
+                raise ConfigError(f"policy.{key}=True: ding_lite's policies are {what} ({cls.__name__}); set "
+                                  f"policy.{key}=False")
 
     @classmethod
     def default_model(cls) -> str:
@@ -156,7 +165,10 @@ class Policy:
     def _forward_collect_batch(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
         """The collect model on stacked observations (leading dim = envs); the per-env ``_forward_collect`` and
         the collector's columnar path both come here."""
-        return self._act(self._collect_model, obs, **kwargs)
+        output = self._act(self._collect_model, obs, **kwargs)
+        if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: kept as one [B, 2, A] tensor
+            output['logit'] = torch.stack(list(output['logit']), dim=1)
+        return output
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Tensor]]:
         return self._by_env(self._forward_eval_batch, data)

@@ -7,11 +7,13 @@ import math
 from typing import Any, ClassVar, Iterable, Iterator
 
 import torch
-from torch import Tensor
+from easydict import EasyDict
+from torch import Tensor, nn
 
 from ding_lite.data import Batch
 from ding_lite.model import model_wrap
 from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.utils.default_config import ConfigError
 from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
@@ -66,6 +68,8 @@ class SACPolicy(Policy):
             auto_alpha=True,                  # learn alpha towards the target entropy
             log_space=True,                   # learn log(alpha): always positive, better scaled
             target_entropy=None,              # the entropy alpha steers towards; None: the policy's default
+            reward_scale=1.0,                 # rewards times this in the learn step (returns stay the env's own)
+            init_w=None,                      # uniform init bound of the actor's output layers (DI-engine 3e-3)
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
             cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
         ),
@@ -84,6 +88,27 @@ class SACPolicy(Policy):
     @classmethod
     def default_model(cls) -> str:
         return 'continuous_qac'
+
+    @classmethod
+    def check_config(cls, cfg: EasyDict) -> None:
+        super().check_config(cfg)
+        if cfg.collect.unroll_len != 1:
+            raise ConfigError(f"policy.collect.unroll_len={cfg.collect.unroll_len}: the SAC family learns from single "
+                              f"transitions (no sequence model); set it to 1")
+
+    @classmethod
+    def create_model(cls, cfg: dict) -> nn.Module:
+        """The model, with ``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
+        model = super().create_model(cfg)
+        init_w = (cfg.get('learn') or {}).get('init_w')
+        if init_w is not None:
+            last = model.actor[-1]
+            layers = [last.mu, last.log_sigma] if hasattr(last, 'log_sigma') else [last]
+            with torch.no_grad():
+                for layer in layers:
+                    layer.weight.uniform_(-init_w, init_w)
+                    layer.bias.uniform_(-init_w, init_w)
+        return model
 
     def _init_learn(self) -> None:
         learn = self._cfg.learn
@@ -127,6 +152,8 @@ class SACPolicy(Policy):
                                        use_priority_IS_weight=self._cfg.priority_IS_weight)
         if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
             batch.obs, batch.next_obs = self._normalize_obs(batch.obs), self._normalize_obs(batch.next_obs)
+        if self._cfg.learn.reward_scale != 1.0:
+            batch.reward = batch.reward * self._cfg.learn.reward_scale
         return batch
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
