@@ -116,6 +116,36 @@ class RunProgress:
         self.close()
 
 
+class PhaseTimer:
+    """Where a run's wall time goes: ``with timer.phase('collect'): ...``, and ``report`` (since the last one) gives
+    each phase's share of the wall time (``collect``, ``learn``, ``eval``, the rest as ``other``), ``env_steps_per_s``
+    and ``updates_per_s``."""
+
+    PHASES = ('collect', 'learn', 'eval')
+
+    def __init__(self, envstep: int, train_iter: int) -> None:
+        self._mark = (time.perf_counter(), envstep, train_iter)
+        self._spent = dict.fromkeys(self.PHASES, 0.0)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._spent[name] += time.perf_counter() - start
+
+    def report(self, envstep: int, train_iter: int) -> dict[str, float]:
+        now = time.perf_counter()
+        since, envstep_then, iter_then = self._mark
+        wall = max(now - since, 1e-9)
+        shares = {name: spent / wall for name, spent in self._spent.items()}
+        shares['other'] = max(0.0, 1.0 - sum(shares.values()))
+        self._mark, self._spent = (now, envstep, train_iter), dict.fromkeys(self.PHASES, 0.0)
+        return shares | {'env_steps_per_s': (envstep - envstep_then) / wall,
+                         'updates_per_s': (train_iter - iter_then) / wall}
+
+
 class Tracker:
     """A Weights & Biases run for ``logger.wandb`` (``--track``): the compiled config and run name at the start,
     then every scalar tensorboard gets (``write_scalars``). Its id is kept in ``log/wandb_run_id``, so a resumed

@@ -13,11 +13,11 @@ from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
-from ding_lite.worker.logger import build_logger, build_tb_logger
+from ding_lite.worker.logger import build_logger, build_tb_logger, format_scalars, write_scalars
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .run import RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
+from .run import PhaseTimer, RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
 
 
@@ -139,10 +139,12 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     learner, collector = run.learner, run.collector
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
+    run.timer = PhaseTimer(collector.envstep, learner.train_iter)
     with graceful_interrupt() as interrupted:
         if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
-            _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
-                                      run.collector_env.action_space, cfg.seed))
+            with run.timer.phase('collect'):
+                _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                                          run.collector_env.action_space, cfg.seed))
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
             _train_loop(cfg, run, sample, max_train_iter, max_env_step, after_collect, progress, interrupted)
         learner.call_hook('after_run')
@@ -166,20 +168,33 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
         build_logger(cfg.exp_name, 'summary', console=True).info(
             f"{cfg.exp_name} had already finished: {collector.envstep} env steps, {learner.train_iter} train "
             f"iterations reach this budget; raise --max-env-step or --max-train-iter to continue it")
+    timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
     while not done and not interrupted.is_set():
         if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
             if evaluator.should_eval(learner.train_iter):
-                stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+                with timer.phase('eval'):
+                    stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
                 progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
                 if stop:
                     break
-            _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
-            if after_collect is not None:
-                after_collect()
+            with timer.phase('collect'):
+                _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+                if after_collect is not None:
+                    after_collect()
             progress.update(collector.envstep - progress.n)
             loop.updates_left = cfg.policy.learn.update_per_collect
-        _learn_round(cfg, run, sample, interrupted)
+        with timer.phase('learn'):
+            _learn_round(cfg, run, sample, interrupted)
+        if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate
+            logged = learner.train_iter
+            _log_times(cfg, run, timer.report(collector.envstep, logged), collector.envstep)
         done = finished()
+
+
+def _log_times(cfg: EasyDict, run: SimpleNamespace, times: dict[str, float], envstep: int) -> None:
+    """``time/*`` to tensorboard (and a tracker) and ``log/time.txt``."""
+    write_scalars(run.tb_logger, 'time', times, envstep)
+    build_logger(cfg.exp_name, 'time').info(format_scalars(f"iter {run.learner.train_iter}", times))
 
 
 def _push(run: SimpleNamespace, batch: dict[str, Any]) -> None:
