@@ -472,7 +472,5 @@ def _plain(obj: Any, path: str) -> Any:
 
 
 __all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'LoggerSection',
-           'read_config',
-           'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict', 'deep_merge',
-           'class_default_config',
-           'policy_default_config']
+           'read_config', 'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict',
+           'deep_merge', 'class_default_config', 'policy_default_config']

@@ -55,7 +55,7 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     policy cannot use: each a ``ConfigError`` naming the key, the env's value and the model's."""
     name, model = env_name(env), cfg.policy.model
     env_obs, env_act = model_obs_shape(env.observation_space), _action_size(cfg.policy, env.action_space, name)
-    filled = []
+    filled = False
     given = [key for key in _OBS_KEYS if model.get(key) is not None]
     for key in given:
         if not _same_shape(model[key], env_obs):
@@ -64,15 +64,13 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
             raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose {whose}: set "
                               f"{key}={env_obs!r}, or leave it out to read it from the env")
     if not given and 'obs_shape' in model:
-        model.obs_shape = env_obs
-        filled.append(f"obs_shape={env_obs!r}")
+        model.obs_shape, filled = env_obs, True
     if model.get('action_shape') is not None and _flat(model.action_shape) != env_act:
         raise ConfigError(f"policy.model.action_shape={model.action_shape!r} does not match env {name}, whose "
                           f"action size is {env_act}: set action_shape={env_act}, or leave it out to read it from "
                           f"the env")
     if model.get('action_shape') is None and 'action_shape' in model:
-        model.action_shape = env_act
-        filled.append(f"action_shape={env_act}")
+        model.action_shape, filled = env_act, True
     if filled and save and os.path.isdir(cfg.exp_name):
         save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
 

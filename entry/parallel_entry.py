@@ -28,7 +28,7 @@ from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
-from .run import RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
+from .run import RunProgress, closed_on_error, closing, graceful_interrupt, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler
 from .utils import compile_run, create_run_policy, learner_threads, observe
 
@@ -96,8 +96,9 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     policy = create_run_policy(cfg, model=model, enable_field=['learn', 'eval'])
     tracker = start_tracker(cfg)
     tb_logger = build_tb_logger(cfg.exp_name, 'parallel', tracker)
-    learner, buffer = build_learner(cfg, policy, tb_logger)
-    first_step(cfg, env_setting, policy, [buffer])
+    with closed_on_error([tb_logger, *([tracker] if tracker else [])]) as closables:
+        learner, buffer = build_learner(cfg, policy, tb_logger)
+        first_step(cfg, env_setting, policy, [buffer])
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, None, None, tb_logger, cfg.exp_name)
     loop = ParallelLoop(cfg.seed, cfg.parallel.collector_num)
     learner.attach('evaluator', evaluator)
@@ -105,7 +106,7 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     return SimpleNamespace(policy=policy, tb_logger=tb_logger, learner=learner, buffer=buffer, evaluator=evaluator,
                            loop=loop, env_setting=env_setting, sample=learn_sampler(cfg, buffer, env_ref),
                            logger=build_logger(cfg.exp_name, 'parallel', console=True),
-                           closables=[tb_logger, *([tracker] if tracker else [])])
+                           closables=closables)
 
 
 class ParallelLoop:

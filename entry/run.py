@@ -38,6 +38,18 @@ def starting(cfg: EasyDict, resume_path: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def closed_on_error(closables: list[Any]) -> Iterator[list[Any]]:
+    """Set-up that may fail after it opened envs, loggers or a tracker: the (growing) list ``closables`` is closed
+    if the block raises, and left open otherwise (``closing`` then owns it)."""
+    try:
+        yield closables
+    except BaseException:
+        for closable in closables:
+            closable.close()
+        raise
+
+
+@contextlib.contextmanager
 def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
     """Close every env, worker and logger of ``run`` (``run.closables``) however the block ends."""
     try:
@@ -93,7 +105,7 @@ class RunProgress:
         if not self._tty and time.monotonic() - self._last_line >= LINE_SECONDS:
             self._line()
 
-    def set_postfix(self, eval_return: str | None = None, **kwargs: Any) -> None:
+    def set_postfix(self, eval_return: str | None = None) -> None:
         self._bar.set_postfix(eval_return=eval_return, refresh=False)
         self._eval_return = eval_return
         if not self._tty:

@@ -17,7 +17,8 @@ from ding_lite.worker.logger import build_logger, build_tb_logger, format_scalar
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .run import PhaseTimer, RunProgress, closing, graceful_interrupt, start_tracker, starting, summarise
+from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, start_tracker, starting, \
+    summarise
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
 
 
@@ -54,15 +55,11 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded."""
     env_setting = env_setting or get_vec_env_setting(cfg.env)
     collector_env, evaluator_env = build_envs(cfg, env_setting)
-    run = None
-    try:
+    with closed_on_error([collector_env, evaluator_env]) as closables:
         fit_model_to_env(cfg, collector_env, save=save_cfg)
         run = _build_parts(cfg, collector_env, evaluator_env, model)
+        closables[:] = run.closables
         first_step(cfg, env_setting, run.policy, [run.buffer])
-    except BaseException:
-        for closable in run.closables if run else [collector_env, evaluator_env]:
-            closable.close()
-        raise
     return run
 
 

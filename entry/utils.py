@@ -62,8 +62,10 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
     if run_seed != cfg.seed:
         cfg = compile_input(input_cfg, run_seed, save_cfg=False, overrides=overrides)
     ckpt_dir = os.path.dirname(os.path.abspath(path))
-    if (resume is not True or where != cfg.exp_name) and os.path.basename(ckpt_dir) == 'ckpt':
-        cfg.exp_name = os.path.dirname(ckpt_dir) if resume is not True else where
+    if resume is True:  # the run folder picked (the config's own, or the one seed-less --resume found)
+        cfg.exp_name = where
+    elif os.path.basename(ckpt_dir) == 'ckpt':  # a checkpoint path: the run folder that holds it
+        cfg.exp_name = os.path.dirname(ckpt_dir)
     return cfg, path
 
 
