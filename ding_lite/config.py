@@ -356,6 +356,11 @@ def compile_config(
                    parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()),
                    logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
                                        {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
+    for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
+        section, count = cfg.policy[mode], cfg.env.get(env_key, 1)  # DI-engine's copy of the env's count
+        if section.get('env_num') not in (None, count):
+            raise ConfigError(f"policy.{mode}.env_num={section.env_num} differs from env.{env_key}={count}, which "
+                              f"sets the number of envs; leave policy.{mode}.env_num unset")
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
@@ -424,10 +429,25 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
         docs = {f'env.manager.{k}': v for k, v in config_docs(manager_cls).items()}
         env.manager = merge_strict(EasyDict(manager_cls.default_config()), env.get('manager') or {}, 'env.manager',
                                    docs)
+        getattr(manager_cls, 'check_config', lambda cfg: None)(env.manager)
     _check_free_values(env, 'env')
+    reward_clip_bounds(env.get('reward_clip'))
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
     return env
+
+
+def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:
+    """``env.reward_clip`` as ``(low, high)``: None, a number c > 0 (``[-c, c]``) or a pair low < high."""
+    if clip is None:
+        return None
+    if isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip > 0:
+        return -float(clip), float(clip)
+    if isinstance(clip, (list, tuple)) and len(clip) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in clip) and clip[0] < clip[1]:
+        return float(clip[0]), float(clip[1])
+    raise ConfigError(f"env.reward_clip must be None, a number c > 0 (rewards clipped to [-c, c]) or a pair "
+                      f"[low, high] with low < high; got {clip!r}")
 
 
 def _compile_parallel(parallel_user: dict) -> EasyDict:

@@ -88,6 +88,8 @@ def build_tool_parser() -> argparse.ArgumentParser:
     plot.add_argument('exp_dirs', nargs='+', metavar='EXP_DIR', help='run folders (exp_name) to draw')
     plot.add_argument('-o', '--output', default='curve.png', help='image file to write (default: curve.png)')
     plot.add_argument('--x', default='envstep', choices=('envstep', 'wall_time', 'train_iter'), help='x axis')
+    plot.add_argument('--y', default='return_mean', metavar='COLUMN',
+                      help="evaluator.csv column to draw: return_mean (default), success_rate or another info metric")
     plot.add_argument('--band', default='minmax', choices=('minmax', 'std'),
                       help='shade between the seeds\' min and max, or one std around the mean')
     plot.add_argument('--title', default=None)
@@ -111,7 +113,7 @@ def build_tool_parser() -> argparse.ArgumentParser:
 def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'plot':
         from .plot import plot_curves
-        print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title)}")
+        print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title, args.y)}")
         return
     if args.tool == 'export':
         from .agent import load_policy

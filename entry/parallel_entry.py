@@ -28,9 +28,10 @@ from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorPool, Slot, cpus_needed
-from .run import RunProgress, closed_on_error, closing, graceful_interrupt, start_tracker, starting, summarise
+from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, start_tracker, \
+    starting, summarise
 from .serial_entry import build_learner, learn_sampler
-from .utils import compile_run, create_run_policy, learner_threads, observe
+from .utils import compile_run, create_run_policy, learner_threads, store
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 
@@ -141,6 +142,7 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     """Keep every collector busy, learn from what arrives, evaluate on the side, until a stop; then checkpoint
     (also on Ctrl-C) and summarise."""
     learner, loop = run.learner, run.loop
+    max_train_iter = min(max_train_iter, cfg.policy.learn.learner.train_iterations)  # DI-engine's cap too
     learner.call_hook('before_run')
     loop.envstep = max(loop.envstep, learner.last_envstep)
     driver = Driver(cfg, run, max_env_step)
@@ -170,10 +172,15 @@ class Driver:
         fresh = run.learner.train_iter == 0 and run.learner.last_resume_point is None
         self._warmup_left = cfg.policy.random_collect_size if fresh else 0  # random-action transitions to ask for
         self._episodes: list[dict[str, float]] = []  # finished since the last collector log line
+        self._entropies: list[float] = []  # the collectors' mean collect entropies since then
         self._env_restarts, self._last_log_iter = 0, run.learner.train_iter
         self._collector_logger = build_logger(cfg.exp_name, 'collector')
         # seconds: the driver blocked with nothing to learn, learning, and the collectors' own busy time
         self.times = {'wait': 0.0, 'learn': 0.0, 'collector_busy': 0.0, 'start': time.perf_counter()}
+        # the driver's own time: collect = waiting for and storing the collectors' data; eval = asking for and
+        # recording evaluations (ckpt_best included)
+        self.timer = PhaseTimer(self._loop.envstep, run.learner.train_iter)
+        self._times_logged = run.learner.train_iter
         self.bar: Any = None
         self._stop = False
 
@@ -183,24 +190,26 @@ class Driver:
 
     def step(self) -> None:
         """One pass: evaluate when due, take what the actors finished, learn one step when one is owed."""
-        loop = self._loop
-        self._maybe_evaluate()
+        loop, timer = self._loop, self.timer
+        with timer.phase('eval'):
+            self._maybe_evaluate()
         if loop.updates_owed >= 1 and self._run.buffer.count() < self._batch_size:
             loop.updates_owed = 0.0  # as the serial pipeline: no learn steps until a batch can be drawn
         learn = loop.updates_owed >= 1
         slots = [self._pool.evaluator] + (self._pool.collectors if loop.updates_owed < self._round else [])
         start = time.perf_counter()
-        finished = self._pool.wait(slots, 0 if learn else POLL_SECONDS)
+        with timer.phase('collect'):
+            finished = self._pool.wait(slots, 0 if learn else POLL_SECONDS)
         if not learn:
             self.times['wait'] += time.perf_counter() - start
         for slot, result in finished:
-            if slot is self._pool.evaluator:
-                self._on_evaluated(slot, result)
-            else:
-                self._on_collected(slot, result)
+            evaluated = slot is self._pool.evaluator
+            with timer.phase('eval' if evaluated else 'collect'):
+                (self._on_evaluated if evaluated else self._on_collected)(slot, result)
         if learn and not self._stop:
             start = time.perf_counter()
-            self._learner.train(self._run.sample(self._batch_size), loop.envstep)
+            with timer.phase('learn'):
+                self._learner.train(self._run.sample(self._batch_size), loop.envstep)
             loop.updates_owed -= 1
             self.times['learn'] += time.perf_counter() - start
             self._maybe_log()
@@ -222,13 +231,13 @@ class Driver:
             self._warmup_left += request['size'] if request['warmup'] else 0
         else:
             batch = unflatten_batch({k: torch.from_numpy(v.copy()) for k, v in result['batch'].items()})
-            self._run.buffer.push(batch)
-            observe(self._run.policy, batch)
+            store(self._cfg, self._run, batch)
             loop.envstep += result['count']
             if not request['warmup']:
                 loop.updates_owed += self._cfg.policy.learn.update_per_collect * result['count'] \
                     / self._cfg.policy.collect.n_sample
             self._episodes += result['episodes']
+            self._entropies += [result['entropy']] if result.get('entropy') is not None else []
             self._env_restarts += result['env_restarts']
             self.times['collector_busy'] += result['busy']
             self.bar.update(loop.envstep - self.bar.n)
@@ -257,19 +266,25 @@ class Driver:
             return
         stop, info = self._run.evaluator.record(
             result['returns'], lambda name: self._learner.save_checkpoint(name, state=request['state']),
-            request['train_iter'], request['envstep'])
+            request['train_iter'], request['envstep'], result.get('metrics'))
         self.bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
         self._stop = self._stop or stop
 
     def _maybe_log(self) -> None:
         train_iter, run = self._learner.train_iter, self._run
+        log_freq = self._cfg.policy.learn.learner.hook.log_show_after_iter
+        if log_freq and train_iter - self._times_logged >= log_freq:  # the timing at the learner's log rate
+            self._times_logged = train_iter
+            log_times(self._cfg, run.tb_logger, train_iter, self.timer.report(self._loop.envstep, train_iter),
+                      self._loop.envstep)
         if train_iter - self._last_log_iter < self._cfg.policy.collect.collector.collect_print_freq:
             return
         self._last_log_iter = train_iter
         if self._episodes:
+            entropy = sum(self._entropies) / len(self._entropies) if self._entropies else None
             log_episodes(run.tb_logger, self._collector_logger, self._episodes, train_iter, self._loop.envstep,
-                         self._env_restarts)
-            self._episodes = []
+                         self._env_restarts, entropy)
+            self._episodes, self._entropies = [], []
         write_scalars(run.tb_logger, 'parallel', self.stats(), self._loop.envstep)
 
     def stats(self) -> dict[str, float]:

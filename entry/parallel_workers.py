@@ -80,6 +80,7 @@ class CollectorWorker:
             samples = collect_batch(self._collector, n_sample)
         batch = {path: value.numpy() for path, value in flatten_batch(samples).items()}
         return {'batch': batch, 'count': batch_len(samples), 'episodes': self._collector.pop_episodes(),
+                'entropy': None if warmup else self._collector.pop_entropy(),
                 'env_restarts': self._collector.env_restarts - restarts, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:
@@ -102,7 +103,8 @@ class EvaluatorWorker:
     def evaluate(self, weights: Weights) -> dict[str, Any]:
         start = time.perf_counter()
         _load(self._policy.eval_mode, weights)
-        return {'returns': self._evaluator.run_episodes(), 'busy': time.perf_counter() - start}
+        returns = self._evaluator.run_episodes()
+        return {'returns': returns, 'metrics': self._evaluator.episode_metrics, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:
         self._evaluator.close()

@@ -18,8 +18,8 @@ def experiment_name(run_dir: str) -> str:
     return _SEED_SUFFIX.sub('', name)
 
 
-def read_curve(run_dir: str, x: str = 'envstep') -> tuple[np.ndarray, np.ndarray]:
-    """``(x, return_mean)`` of a run's evaluations, in order; a clear error when there are none."""
+def read_curve(run_dir: str, x: str = 'envstep', y: str = 'return_mean') -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` of a run's evaluations that have a ``y`` value, in order; a clear error when there are none."""
     if x not in X_COLUMNS:
         raise ValueError(f"x must be one of {', '.join(X_COLUMNS)}, got {x!r}")
     path = os.path.join(run_dir, 'log', 'evaluator.csv')
@@ -27,10 +27,14 @@ def read_curve(run_dir: str, x: str = 'envstep') -> tuple[np.ndarray, np.ndarray
         raise FileNotFoundError(f"{run_dir} has no evaluation log ({path} does not exist); give the folder of a "
                                 f"run (its exp_name), which every evaluation appends to")
     with open(path) as f:
-        rows = [row for row in csv.DictReader(f) if row.get('return_mean') not in (None, '')]
+        reader = csv.DictReader(f)
+        if y not in (reader.fieldnames or [y]):
+            raise ValueError(f"{path} has no column {y!r}; its columns: {', '.join(reader.fieldnames)} (an info "
+                             f"metric gets a column once an env reports it, see env.info_metrics)")
+        rows = [row for row in reader if row.get(y) not in (None, '')]
     if not rows:
-        raise ValueError(f"{path} holds no evaluation yet")
-    xs, ys = np.array([float(r[x]) for r in rows]), np.array([float(r['return_mean']) for r in rows])
+        raise ValueError(f"{path} holds no evaluation with a {y} value yet")
+    xs, ys = np.array([float(r[x]) for r in rows]), np.array([float(r[y]) for r in rows])
     order = np.argsort(xs, kind='stable')
     return xs[order], ys[order]
 
@@ -61,8 +65,9 @@ def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax')
 
 
 def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envstep', band: str = 'minmax',
-                title: str | None = None) -> str:
-    """Draw each experiment's mean evaluation return over its seeds with a shaded band; returns ``output``."""
+                title: str | None = None, y: str = 'return_mean') -> str:
+    """Draw each experiment's mean of evaluator.csv's ``y`` (the evaluation return) over its seeds with a shaded
+    band; returns ``output``."""
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -71,7 +76,7 @@ def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envste
         raise ImportError("plotting needs matplotlib: pip install 'ding-lite[plot]'") from None
     if not run_dirs:
         raise ValueError("give at least one run folder to plot")
-    groups = {name: [read_curve(d, x) for d in dirs] for name, dirs in group_runs(run_dirs).items()}
+    groups = {name: [read_curve(d, x, y) for d in dirs] for name, dirs in group_runs(run_dirs).items()}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, curves in groups.items():
         grid, mean, low, high = aggregate(curves, band)
@@ -79,7 +84,7 @@ def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envste
         if len(curves) > 1:
             ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel({'envstep': 'env steps', 'wall_time': 'wall time (s)', 'train_iter': 'train iterations'}[x])
-    ax.set_ylabel('evaluation return (mean over episodes)')
+    ax.set_ylabel('evaluation return (mean over episodes)' if y == 'return_mean' else f'evaluation {y}')
     ax.set_title(title or f"mean over seeds, band: {'min-max' if band == 'minmax' else '1 std'}")
     ax.grid(alpha=0.3)
     ax.legend(loc='lower right')

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ding_lite.utils.checkpoint import atomic_write_text
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator
-from ding_lite.worker.logger import build_logger
+from ding_lite.worker.logger import build_logger, format_scalars, write_scalars
 
 LINE_SECONDS = 60.0  # without a terminal, a progress line at least this often
 
@@ -156,6 +156,12 @@ class PhaseTimer:
         self._mark, self._spent = (now, envstep, train_iter), dict.fromkeys(self.PHASES, 0.0)
         return shares | {'env_steps_per_s': (envstep - envstep_then) / wall,
                          'updates_per_s': (train_iter - iter_then) / wall}
+
+
+def log_times(cfg: EasyDict, tb_logger: Any, train_iter: int, times: dict[str, float], envstep: int) -> None:
+    """A ``PhaseTimer`` report to tensorboard (``time/*``, and a tracker) and ``log/time.txt``."""
+    write_scalars(tb_logger, 'time', times, envstep)
+    build_logger(cfg.exp_name, 'time').info(format_scalars(f"iter {train_iter}", times))
 
 
 class Tracker:

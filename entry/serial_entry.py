@@ -13,13 +13,13 @@ from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
-from ding_lite.worker.logger import build_logger, build_tb_logger, format_scalars, write_scalars
+from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, start_tracker, starting, \
-    summarise
-from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, observe, random_collect
+from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, start_tracker, \
+    starting, summarise
+from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, random_collect, store
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -134,13 +134,14 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise. Ctrl-C
     (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
     learner, collector = run.learner, run.collector
+    max_train_iter = min(max_train_iter, cfg.policy.learn.learner.train_iterations)  # DI-engine's cap too
     learner.call_hook('before_run')
     collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
     run.timer = PhaseTimer(collector.envstep, learner.train_iter)
     with graceful_interrupt() as interrupted:
         if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
             with run.timer.phase('collect'):
-                _push(run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                store(cfg, run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
                                           run.collector_env.action_space, cfg.seed))
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
             _train_loop(cfg, run, sample, max_train_iter, max_env_step, after_collect, progress, interrupted)
@@ -175,7 +176,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
                 if stop:
                     break
             with timer.phase('collect'):
-                _push(run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+                store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
                 if after_collect is not None:
                     after_collect()
             progress.update(collector.envstep - progress.n)
@@ -184,19 +185,8 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
             _learn_round(cfg, run, sample, interrupted)
         if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate
             logged = learner.train_iter
-            _log_times(cfg, run, timer.report(collector.envstep, logged), collector.envstep)
+            log_times(cfg, run.tb_logger, logged, timer.report(collector.envstep, logged), collector.envstep)
         done = finished()
-
-
-def _log_times(cfg: EasyDict, run: SimpleNamespace, times: dict[str, float], envstep: int) -> None:
-    """``time/*`` to tensorboard (and a tracker) and ``log/time.txt``."""
-    write_scalars(run.tb_logger, 'time', times, envstep)
-    build_logger(cfg.exp_name, 'time').info(format_scalars(f"iter {run.learner.train_iter}", times))
-
-
-def _push(run: SimpleNamespace, batch: dict[str, Any]) -> None:
-    run.buffer.push(batch)
-    observe(run.policy, batch)
 
 
 def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None],

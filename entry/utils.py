@@ -15,7 +15,7 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.config import ConfigError, compile_config, read_config, reward_clip_bounds
 from ding_lite.data.collate import batch_len, default_collate
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.logger import build_logger
@@ -138,6 +138,7 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
     manager = create_env_manager(cfg.env.manager, [partial(adapted_env, env_fn, cfg=c) for c in env_cfgs])
     manager.seed(seed, dynamic_seed=which == 'collector')
+    manager.info_metrics = list(cfg.env.get('info_metrics') or [])
     return manager
 
 
@@ -177,10 +178,16 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
     return create_policy(cfg.policy, model=model, enable_field=enable_field)
 
 
-def observe(policy: Policy, batch: dict[str, Any]) -> None:
-    """Fold a collected batch's observations into the policy's normaliser, where it has one (only collected data
-    moves the statistics; evaluation never does)."""
-    norm = getattr(policy.model, 'obs_norm', None)
+def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:
+    """A collected batch into the run: its raw actions and rewards to the learner's histograms, rewards clipped
+    (``env.reward_clip``) into the replay buffer, its observations into the policy's normaliser, where it has one
+    (only collected data moves the statistics; evaluation never does)."""
+    run.learner.observe_collected(batch['action'], batch['reward'])
+    bounds = reward_clip_bounds(cfg.env.get('reward_clip'))
+    if bounds is not None:
+        batch = {**batch, 'reward': torch.as_tensor(batch['reward']).clamp(*bounds)}
+    run.buffer.push(batch)
+    norm = getattr(run.policy.model, 'obs_norm', None)
     if norm is not None:
         norm.update(torch.as_tensor(batch['obs']))
 

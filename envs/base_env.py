@@ -24,7 +24,7 @@ class BaseEnvBatchTimestep(NamedTuple):
 
     ``obs`` is the observation after the step (an ended episode's last one), ``reward`` float64, ``done`` the
     episode ended, ``terminated`` it ended other than by a time limit. Envs whose step broke off (restarted after a
-    crash) have no row: ``restarted`` names them.
+    crash) have no row: ``restarted`` names them. ``info`` holds the last info of each episode that ended, by env id.
     """
 
     env_id: list[int]
@@ -33,6 +33,7 @@ class BaseEnvBatchTimestep(NamedTuple):
     done: np.ndarray
     terminated: np.ndarray
     restarted: list[int]
+    info: dict[int, dict] | None = None
 
 
 class BaseEnv(abc.ABC):
@@ -47,6 +48,8 @@ class BaseEnv(abc.ABC):
             use_norm=False,         # normalise by running mean/std of collected observations (frozen in evaluation)
             clip=10.0,              # normalised observations are clipped to [-clip, clip]
         ),
+        reward_clip=None,           # training rewards clipped to [-c, c] (a number) or [low, high]; None: as they are
+        info_metrics=[],            # numeric info keys logged per episode (last step's value); is_success always is
     )
 
     @classmethod

@@ -34,6 +34,7 @@ class BaseEnvManager:
         max_retry=1,               # re-create and retry an env whose reset raises, this many times
     )
     asynchronous = False  # step returns exactly the envs it was given (an async manager: others that finished)
+    info_metrics: list[str] = []  # info keys collectors and evaluators keep per episode (the run's env.info_metrics)
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -191,10 +192,11 @@ class BaseEnvManager:
         self._check_ready(env_ids)
         stepped = self._env_step_many(env_ids, actions)
         if stepped is not None:  # the envs stepped together: no per-env timesteps to take apart
-            obs, reward, done, terminated = stepped
+            obs, reward, done, terminated, ended_info = stepped
             for env_id, o, d, action in zip(env_ids, obs, done.tolist(), actions):
                 self._after_step(env_id, o, d, action)
-            return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [])
+            info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
+            return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
         timesteps = self.step(dict(zip(env_ids, actions)))
         if len(timesteps) != len(env_ids):
             raise RuntimeError(f"{type(self).__name__} stepped envs {sorted(timesteps)} for actions to "
@@ -212,7 +214,8 @@ class BaseEnvManager:
             terminated[k] = not steps[k].info.get('TimeLimit.truncated', False)
         reward = _scalar_column([t.reward for t in steps], np.float64, 'reward', env_ids)
         obs = np.array([t.obs for t in steps]) if steps else np.empty((0,))
-        return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted)
+        info = {env_ids[k]: steps[k].info for k in ended} if ended else None
+        return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted, info)
 
     @property
     def done(self) -> bool:

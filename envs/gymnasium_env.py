@@ -155,10 +155,11 @@ class GymnasiumEnv(BaseEnv):
 
     @classmethod
     def step_many(cls, envs: list[GymnasiumEnv], actions: np.ndarray
-                  ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray] | None:
+                  ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, dict[int, dict]] | None:
         """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
-        action space: ``(obs, reward (float64 of step's float32), done, terminated)``, without infos. None where
-        this type changed ``step`` or ``_action`` (each env then steps on its own)."""
+        action space: ``(obs, reward (float64 of step's float32), done, terminated, {k: info of an ended
+        episode's last step})``. None where this type changed ``step`` or ``_action`` (each env then steps on its
+        own)."""
         if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
             return None
         first = envs[0]
@@ -167,15 +168,17 @@ class GymnasiumEnv(BaseEnv):
             env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
-        obs, reward, done, terminated = [], [], [], []
-        for env, action in zip(envs, env_actions):
-            o, r, term, trunc, _ = env._advance(action)
+        obs, reward, done, terminated, ended_info = [], [], [], [], {}
+        for k, (env, action) in enumerate(zip(envs, env_actions)):
+            o, r, term, trunc, info = env._advance(action)
             obs.append(o)
             reward.append(env._train_reward(r))
             done.append(term or trunc)
             terminated.append(term)
+            if term or trunc:
+                ended_info[k] = info
         return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
-                np.array(terminated, bool))
+                np.array(terminated, bool), ended_info)
 
     def _train_reward(self, reward: float) -> float:
         """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
+from ding_lite.utils.default_config import ConfigError
 from .base_env import BaseEnv, BaseEnvTimestep
 from .env_manager import BaseEnvManager
 
@@ -112,10 +113,18 @@ class SubprocessEnvManager(BaseEnvManager):
         retry_waiting_time=0.1,      # seconds between a failure and the restart
         copy_on_get=True,            # DI-engine's key: observations are always copied out of shared memory
         reset_inplace=False,         # DI-engine's key: resets always happen in place here
-        wait_num=None,               # DI-engine's async key: this manager steps every given env together
-        step_wait_timeout=None,      # DI-engine's async key: see step_timeout
-        connect_timeout=60.0,        # seconds for a new env process to answer its first request
+        wait_num=None,               # DI-engine's async key: None only (this manager steps every given env together)
+        step_wait_timeout=None,      # DI-engine's async key: None only (see step_timeout)
+        connect_timeout=60.0,        # seconds a new env process has for its first answer (it builds its env first)
     )
+
+    @classmethod
+    def check_config(cls, cfg: dict) -> None:
+        """Refuse DI-engine's async settings, which this synchronous manager cannot honour."""
+        for key, instead in (('wait_num', 'every env steps together'), ('step_wait_timeout', 'use step_timeout')):
+            if cfg.get(key) is not None:
+                raise ConfigError(f"env.manager.{key}={cfg[key]!r} is DI-engine's asynchronous stepping, which the "
+                                  f"subprocess manager does not do ({instead}); set it to None")
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
         super().__init__(env_fn, cfg)
@@ -126,6 +135,7 @@ class SubprocessEnvManager(BaseEnvManager):
         self._shm: list[Any] = [None] * self.env_num
         self._failures = [0] * self.env_num  # in a row, per env
         self._restart_count = [0] * self.env_num
+        self._fresh: set[int] = set()  # started, not yet answered: their first request waits connect_timeout
         self._env_ref: BaseEnv | None = None
         self._layout: tuple[tuple, str] | None | bool = False  # False: not read yet
         self._finalizer = weakref.finalize(self, _kill, self._processes)
@@ -163,6 +173,7 @@ class SubprocessEnvManager(BaseEnvManager):
         process.start()
         child_conn.close()  # the worker holds the only other end: its death is an EOF here
         self._processes[env_id], self._conns[env_id] = process, parent_conn
+        self._fresh.add(env_id)
 
     def _stop(self, env_id: int) -> None:
         process, conn = self._processes[env_id], self._conns[env_id]
@@ -183,6 +194,9 @@ class SubprocessEnvManager(BaseEnvManager):
                 pending[self._conns[env_id]] = env_id
             except (OSError, BrokenPipeError) as error:
                 replies[env_id] = (False, f"its process is gone ({error})")
+        if self._fresh & set(requests):
+            timeout = max(timeout, self._cfg.connect_timeout)
+        self._fresh -= set(requests)
         deadline = time.monotonic() + timeout
         while pending:
             ready = wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections import deque
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
@@ -16,6 +17,7 @@ from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
 from ding_lite.utils import resolve_device
 
+ENTROPY_WINDOW = 1000  # the latest collect forwards that collector/entropy averages over
 
 class Policy:
     """A model plus what each mode does with it.
@@ -40,7 +42,7 @@ class Policy:
         priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights
         random_collect_size=0,              # env steps of uniformly random actions before learning
         multi_agent=False,                  # DI-engine's flag; single-agent only here
-        transition_with_policy_data=False,  # DI-engine's flag; transitions hold obs, action, reward, next_obs, done
+        transition_with_policy_data=False,  # DI-engine's flag; False only (collect.collector_logit keeps logits)
         model=dict(),                       # the model's constructor arguments (see its type)
         learn=dict(
             update_per_collect=1,           # learn steps per collect call of n_sample transitions
@@ -52,13 +54,13 @@ class Policy:
             n_episode=None,                 # episodes per collect call (the episode collector)
             unroll_len=1,                   # consecutive transitions per training sample
             collector_logit=False,          # keep the policy's logits in the transitions
-            env_num=None,                   # DI-engine's key; the env's collector_env_num counts
+            env_num=None,                   # DI-engine's key: None or env.collector_env_num (which counts)
             model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
         ),
         eval=dict(
-            env_num=None,                   # DI-engine's key; the env's evaluator_env_num counts
+            env_num=None,                   # DI-engine's key: None or env.evaluator_env_num (which counts)
         ),
-        command=dict(),                     # DI-engine's key; unused
+        command=dict(),                     # DI-engine's key; empty only (no command mode here)
         other=dict(
             replay_buffer=dict(),           # the replay buffer's config (see its type)
             eps=dict(                       # exploration of eps-greedy collect policies
@@ -86,6 +88,12 @@ class Policy:
             if cfg.get(key):
                 raise ConfigError(f"policy.{key}=True: ding_lite's policies are {what} ({cls.__name__}); set "
                                   f"policy.{key}=False")
+        if cfg.get('transition_with_policy_data'):
+            raise ConfigError("policy.transition_with_policy_data=True: transitions hold obs, action, reward, next_obs "
+                              "and done; keep the policy's logits with policy.collect.collector_logit=True instead")
+        if cfg.get('command'):
+            raise ConfigError(f"policy.command={dict(cfg.command)!r}: DI-engine's command mode has no counterpart "
+                              f"here (eps schedules are policy.other.eps); leave it empty")
 
     @classmethod
     def default_model(cls) -> str:
@@ -128,7 +136,7 @@ class Policy:
         return SimpleNamespace(forward=self._forward_collect, reset=self._reset_collect,
                                state_dict=self._state_dict_collect, load_state_dict=self._load_state_dict_collect,
                                process_transition=self._process_transition, get_train_sample=self._get_train_sample,
-                               forward_batch=self._batch_forward('collect'),
+                               forward_batch=self._batch_forward('collect'), pop_entropy=self._pop_collect_entropy,
                                plain_transition_keys=self._plain_transition_keys(), cfg=self._cfg)
 
     @property
@@ -155,6 +163,7 @@ class Policy:
     def _init_collect(self) -> None:
         self._collect_model = model_wrap(self._model, self.collect_wrapper)
         self._unroll_len = self._cfg.collect.unroll_len
+        self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
 
     def _init_eval(self) -> None:
         self._eval_model = model_wrap(self._model, self.eval_wrapper)
@@ -168,7 +177,20 @@ class Policy:
         output = self._act(self._collect_model, obs, **kwargs)
         if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: kept as one [B, 2, A] tensor
             output['logit'] = torch.stack(list(output['logit']), dim=1)
+        self._recent_outputs.append((output, kwargs))
         return output
+
+    def _pop_collect_entropy(self) -> float | None:
+        """The collect distribution's mean entropy over the latest collect forwards, which it then forgets (one
+        host sync); None where the policy defines no ``_collect_entropy``."""
+        recent, self._recent_outputs = self._recent_outputs, deque(maxlen=ENTROPY_WINDOW)
+        values = [value for output, kwargs in recent if (value := self._collect_entropy(output, kwargs)) is not None]
+        return float(torch.cat(values).float().mean()) if values else None
+
+    def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor | None:
+        """Per row, the entropy of the distribution a collect forward (``output``, called with ``kwargs``) sampled
+        its actions from."""
+        return None
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Tensor]]:
         return self._by_env(self._forward_eval_batch, data)

@@ -27,6 +27,7 @@ class DiscreteSACPolicy(SACPolicy):
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
+    _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(
         type='discrete_sac',                 # the registered policy name
         random_collect_size=0,               # env steps of uniformly random actions before learning
@@ -57,6 +58,16 @@ class DiscreteSACPolicy(SACPolicy):
         super()._load_state_dict_collect(state)
         self._collect_envstep = int(state.get('collect_envstep', self._collect_envstep))
 
+    def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
+        """The entropy of what the collector samples from: ``softmax(logit)`` mixed with the uniform over the
+        allowed actions at the step's ``eps``."""
+        logit = output['logit']
+        allowed = output['action_mask'].bool() if 'action_mask' in output else torch.ones_like(logit, dtype=torch.bool)
+        pi = logit.masked_fill(~allowed, -math.inf).softmax(-1)
+        eps = torch.as_tensor(kwargs.get('eps', 0.0), device=logit.device, dtype=pi.dtype).reshape(-1, 1)
+        p = (1 - eps) * pi + eps * allowed / allowed.sum(-1, keepdim=True)
+        return -(p * p.clamp_min(1e-30).log()).sum(-1)
+
     def _log_pi(self, obs: Any) -> Tensor:
         output = self._learn_model.forward(obs, mode='compute_actor')
         logit = output['logit']
@@ -74,13 +85,14 @@ class DiscreteSACPolicy(SACPolicy):
         q_min = self._critic(next_obs, target=True).min(0).values
         return (log_pi.exp() * (q_min - self._alpha.value * log_pi)).sum(-1)
 
-    def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor]:
+    def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         log_pi = self._log_pi(obs)
         pi = log_pi.exp()
         with torch.no_grad():
             q_min = self._critic(obs).min(0).values
         entropy = -(pi * log_pi).sum(-1)
-        return (pi * (self._alpha.value * log_pi - q_min)).sum(-1).mean(), entropy.detach()
+        stats = {'max_prob': pi.detach().max(-1).values.mean()}  # near 1: the policy has become greedy
+        return (pi * (self._alpha.value * log_pi - q_min)).sum(-1).mean(), entropy.detach(), stats
 
     def _default_target_entropy(self) -> float:
         # ratio * log|A|. DI-engine's -|A| is below any categorical entropy (>= 0), so alpha only shrinks.

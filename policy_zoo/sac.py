@@ -20,10 +20,14 @@ from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
 
 
-def _step(optimizer: torch.optim.Optimizer, loss: Tensor) -> None:
+def _step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
+    """One optimizer step on ``loss``; returns the gradients' total 2-norm (a tensor: no host sync)."""
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
     optimizer.step()
+    return norm
 
 
 @contextlib.contextmanager
@@ -44,8 +48,9 @@ class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
 
     Subclasses change the action distribution through four hooks: ``_q_pred(batch) -> [E, B]``,
-    ``_soft_target_v(next_obs) -> [B]``, ``_actor_loss(obs) -> (loss, entropy [B])`` and
-    ``_default_target_entropy()``. Everything else is shared.
+    ``_soft_target_v(next_obs) -> [B]``, ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and
+    ``_default_target_entropy()``. Everything else is shared. ``stats`` (detached scalars to log, such as the
+    policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return.
     """
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
@@ -163,12 +168,16 @@ class SACPolicy(Policy):
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics."""
         td, q, target_q = self._critic_td(batch)               # [E, B], [E, B], [B]
         critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
-        _step(self._optimizer_q, critic_loss)
+        grad_norm_critic = _step(self._optimizer_q, critic_loss)
         with _frozen(self._critic_params.values()):  # the actor's loss needs no critic weight gradients
-            policy_loss, entropy = self._actor_loss(batch.obs)
-        _step(self._optimizer_policy, policy_loss)
+            policy_loss, entropy, *actor_stats = self._actor_loss(batch.obs)
+        grad_norm_actor = _step(self._optimizer_policy, policy_loss)
+        q_mean = q.detach().mean(-1)                           # [E]: one value per critic
         stats = {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
-                 'q_value': q.mean(), 'target_q_value': target_q.mean(), 'td_error': td.abs().mean()}
+                 'q_value': q_mean.mean(), **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())},
+                 'target_q_value': target_q.mean(), 'td_error': td.abs().mean(),
+                 'grad_norm_critic': grad_norm_critic, 'grad_norm_actor': grad_norm_actor,
+                 **(actor_stats[0] if actor_stats else {})}
         if self._alpha.learned:
             stats['alpha_loss'] = self._alpha.update(entropy)
         self._target_model.update(self._critic_params)
@@ -189,14 +198,29 @@ class SACPolicy(Policy):
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
         return self._critic(next_obs, action, target=True).min(0).values - self._alpha.value * log_prob
 
-    def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor]:
-        action, log_prob = tanh_gaussian_sample(*self._actor(obs))
+    def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        mu, sigma = self._actor(obs)
+        action, log_prob = tanh_gaussian_sample(mu, sigma)
         q_min = self._critic(obs, action).min(0).values
-        return (self._alpha.value * log_prob - q_min).mean(), -log_prob.detach()
+        stats = {'mu': mu.detach().mean(), 'log_sigma': sigma.detach().log().mean()}  # before the tanh
+        return (self._alpha.value * log_prob - q_min).mean(), -log_prob.detach(), stats
+
+    def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
+        """``-log pi(a)`` of actions drawn afresh from the tanh-Gaussian (no closed form), with a private generator:
+        the run's random streams are untouched."""
+        logit = output['logit']                                # [B, 2, A], or DI-engine's {'mu', 'sigma'}
+        mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else logit.unbind(1)
+        generator = torch.Generator(mu.device).manual_seed(0)
+        noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return -tanh_gaussian_sample(mu, sigma, noise)[1]
 
     def _monitor_vars_learn(self) -> list[str]:
-        names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', 'target_q_value', 'td_error', 'alpha']
+        critics = [f'q_value_{i + 1}' for i in range(2 if self._twin else 1)]
+        names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
+                 'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
         return names + (['alpha_loss'] if self._alpha.learned else [])
+
+    _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 
     def _state_dict_learn(self) -> dict[str, Any]:
         return {'model': self._model.state_dict(), 'target_model': self._target_model.state_dict(),

@@ -64,9 +64,10 @@ class FusedAdam(torch.optim.Adam):
         return groups
 
 
-def tanh_gaussian_sample(mu: Tensor, sigma: Tensor) -> tuple[Tensor, Tensor]:
-    """Reparameterised ``a = tanh(mu + sigma * eps)`` and ``log pi(a) [B]`` with the tanh Jacobian (SAC, App. C)."""
-    noise = torch.randn_like(mu)
+def tanh_gaussian_sample(mu: Tensor, sigma: Tensor, noise: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Reparameterised ``a = tanh(mu + sigma * eps)`` and ``log pi(a) [B]`` with the tanh Jacobian (SAC, App. C);
+    ``noise`` (eps) drawn here unless given."""
+    noise = torch.randn_like(mu) if noise is None else noise
     u = mu + sigma * noise
     # log N(u; mu, sigma) with (u - mu) / sigma = noise, minus log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))
     log_prob = -0.5 * noise.pow(2) - sigma.log() - 0.5 * math.log(2 * math.pi)

@@ -14,6 +14,7 @@ from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
+from .episode_metrics import episode_metrics, mean_metrics
 from .logger import build_logger, format_scalars, write_scalars
 
 
@@ -86,7 +87,7 @@ class _SerialCollector:
             self._return[env_id] += reward
             self._length[env_id] += 1
             if done:
-                self._finish_episode(env_id)
+                self._finish_episode(env_id, info)
             steps.append((env_id, transition, done))
         self.envstep += len(steps)
         return steps
@@ -115,7 +116,7 @@ class _SerialCollector:
         self._length[index] += 1
         if step.done.any():
             for k in np.flatnonzero(step.done).tolist():
-                self._finish_episode(step.env_id[k])
+                self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
         return {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                 'reward': step.reward.astype(np.float32), 'done': step.terminated}
@@ -140,8 +141,9 @@ class _SerialCollector:
             return None
         return keys
 
-    def _finish_episode(self, env_id: int) -> None:
-        episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id])}
+    def _finish_episode(self, env_id: int, info: dict | None) -> None:
+        episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
+                   **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
         self._episode_info.append(episode)
         self.finished_episodes.append(episode)
         self.total_episode += 1
@@ -157,14 +159,20 @@ class _SerialCollector:
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
             return
         self._last_print_iter = train_iter
-        log_episodes(self._tb_logger, self.logger, self._episode_info, train_iter, self.envstep, self.env_restarts)
+        log_episodes(self._tb_logger, self.logger, self._episode_info, train_iter, self.envstep, self.env_restarts,
+                     self.pop_entropy())
         self._episode_info = []
 
     def pop_episodes(self) -> list[dict[str, float]]:
-        """The episodes finished since the last call (``{'return', 'length'}`` each), for a caller that logs them
-        itself (a Ray collector's driver); forgets them here."""
+        """The episodes finished since the last call (``{'return', 'length', <info metrics>}`` each), for a caller
+        that logs them itself (a Ray collector's driver); forgets them here."""
         episodes, self.finished_episodes, self._episode_info = self.finished_episodes, [], []
         return episodes
+
+    def pop_entropy(self) -> float | None:
+        """The collecting policy's mean entropy since the last call (None where the policy does not say)."""
+        pop = getattr(self._policy, 'pop_entropy', None)
+        return pop() if pop is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         """Counters, unfinished trajectories, the envs (see ``BaseEnvManager.state_dict``) and the collect mode's
@@ -270,13 +278,16 @@ class EpisodeSerialCollector(_SerialCollector):
 
 
 def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
-                 env_restarts: int) -> None:
-    """Write the collector's statistics of ``episodes`` (``{'return', 'length'}`` each) to tensorboard and the log."""
+                 env_restarts: int, entropy: float | None = None) -> None:
+    """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each) and the
+    collecting policy's ``entropy`` to tensorboard and the log."""
     returns = [e['return'] for e in episodes]
     stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
              'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
              'episode_count': float(len(returns)), 'envstep_count': float(envstep),
-             'env_restart_count': float(env_restarts)}
+             'env_restart_count': float(env_restarts), **mean_metrics(episodes)}
+    if entropy is not None:
+        stats['entropy'] = entropy
     write_scalars(tb_logger, 'collector', stats, envstep)
     logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", stats))
 

@@ -13,10 +13,13 @@ from easydict import EasyDict
 from ..data.collate import to_float32, to_ndarray, to_scalar
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
+from ..utils.checkpoint import atomic_write_text
+from .episode_metrics import episode_metrics, mean_metrics
 from .logger import build_logger, format_scalars, write_scalars
 
 MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
-CSV_HEADER = 'train_iter,envstep,wall_time,return_mean,return_std,return_min,return_max\n'
+CSV_COLUMNS = ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min', 'return_max']
+CSV_HEADER = ','.join(CSV_COLUMNS) + '\n'  # then a column per info metric (success_rate, ...), as they appear
 
 
 @SERIAL_EVALUATOR_REGISTRY.register('interaction')
@@ -46,6 +49,7 @@ class InteractionSerialEvaluator:
         self.stop_value = float('inf') if self._cfg.stop_value is None else self._cfg.stop_value
         self.best_return = -float('inf')
         self.last_info: dict[str, float] = {}
+        self.episode_metrics: list[dict[str, float]] = []  # those of the last run_episodes, one dict per episode
         self._last_eval_iter = -1
         self._start_time = time.time()
         self._csv_recorded_iter = -1
@@ -64,11 +68,13 @@ class InteractionSerialEvaluator:
         return {i: base + (1 if i < extra else 0) for i in range(self._env.env_num)}
 
     def run_episodes(self) -> list[float]:
-        """Returns of ``n_episode`` deterministic episodes (each env runs its share)."""
+        """Returns of ``n_episode`` deterministic episodes (each env runs its share); their info metrics are in
+        ``episode_metrics``."""
         self._env.reset()
         self._policy.reset()
         quota = self._episode_quota()
         returns: list[float] = []
+        self.episode_metrics = []
         broken = 0
         while any(quota.values()):
             timesteps = self._env.step(self._actions(quota))
@@ -82,6 +88,7 @@ class InteractionSerialEvaluator:
                     continue
                 if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
                     returns.append(_episode_return(timestep.info, env_id))
+                    self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
                     quota[env_id] -= 1
                     self._policy.reset([env_id])
         return returns
@@ -108,14 +115,17 @@ class InteractionSerialEvaluator:
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1) -> tuple[bool, dict[str, float]]:
         """Evaluate, log a row to ``evaluator.csv``, save ``ckpt_best.pth.tar`` on a new best; ``(stop, info)``."""
-        return self.record(self.run_episodes(), save_ckpt_fn, train_iter, envstep)
+        returns = self.run_episodes()
+        return self.record(returns, save_ckpt_fn, train_iter, envstep, self.episode_metrics)
 
     def record(self, returns: list[float], save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
-               envstep: int = -1) -> tuple[bool, dict[str, float]]:
-        """Log the episode ``returns`` of the weights of ``train_iter`` as ``eval`` does; ``(stop, info)``."""
+               envstep: int = -1, metrics: list[dict[str, float]] | None = None) -> tuple[bool, dict[str, float]]:
+        """Log the episode ``returns`` (and info ``metrics``, a dict per episode) of the weights of ``train_iter``
+        as ``eval`` does; ``(stop, info)``."""
         returns = np.asarray(returns)
         info = {'return_mean': float(returns.mean()), 'return_std': float(returns.std()),
-                'return_min': float(returns.min()), 'return_max': float(returns.max())}
+                'return_min': float(returns.min()), 'return_max': float(returns.max()),
+                **mean_metrics(metrics or [])}
         self._append_csv(train_iter, envstep, info)
         write_scalars(self._tb_logger, 'evaluator', info, envstep)
         if info['return_mean'] > self.best_return:
@@ -129,15 +139,19 @@ class InteractionSerialEvaluator:
         return stop, info
 
     def _append_csv(self, train_iter: int, envstep: int, info: dict[str, float]) -> None:
+        """A row of ``CSV_COLUMNS`` then the info metrics; a metric not yet in the header widens it (earlier rows
+        get an empty cell)."""
         if train_iter <= self._csv_recorded_iter:  # a resumed run repeats evaluations already on record
             return
         os.makedirs(os.path.dirname(self.csv_path), exist_ok=True)
-        new = not os.path.exists(self.csv_path)
+        columns = _csv_columns(self.csv_path)
+        new = [key for key in info if key not in columns and key not in CSV_COLUMNS]
+        if new:
+            columns = _widen_csv(self.csv_path, columns, new)
+        values = {'train_iter': train_iter, 'envstep': envstep, 'wall_time': f"{time.time() - self._start_time:.3f}",
+                  **{key: f"{value:.6g}" for key, value in info.items()}}
         with open(self.csv_path, 'a') as f:
-            if new:
-                f.write(CSV_HEADER)
-            f.write(f"{train_iter},{envstep},{time.time() - self._start_time:.3f},{info['return_mean']:.6g},"
-                    f"{info['return_std']:.6g},{info['return_min']:.6g},{info['return_max']:.6g}\n")
+            f.write(','.join(str(values.get(column, '')) for column in columns) + '\n')
 
     def state_dict(self) -> dict[str, Any]:
         return {'best_return': self.best_return, 'last_eval_iter': self._last_eval_iter,
@@ -154,6 +168,25 @@ class InteractionSerialEvaluator:
     def close(self) -> None:
         if self._env is not None:
             self._env.close()
+
+
+def _csv_columns(path: str) -> list[str]:
+    """The columns of ``path``'s header (``CSV_COLUMNS`` for a file not written yet, which gets that header)."""
+    if os.path.exists(path) and os.path.getsize(path):
+        with open(path) as f:
+            return f.readline().strip().split(',')
+    with open(path, 'w') as f:
+        f.write(CSV_HEADER)
+    return list(CSV_COLUMNS)
+
+
+def _widen_csv(path: str, columns: list[str], new: list[str]) -> list[str]:
+    """Rewrite ``path`` (atomically) with ``new`` columns added to its header and an empty cell in each row."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    columns = columns + new
+    atomic_write_text(path, '\n'.join([','.join(columns)] + [line + ',' * len(new) for line in lines[1:]]) + '\n')
+    return columns
 
 
 def _last_recorded_iter(path: str) -> int:

@@ -46,7 +46,7 @@ class BaseLearner:
 
     config = dict(
         type='base',                        # the registered learner name
-        train_iterations=int(1e10),         # DI-engine's key; the pipelines' max_train_iter counts
+        train_iterations=int(1e10),         # DI-engine's key: the run stops here too (with --max-train-iter)
         hook=dict(
             load_ckpt_before_run='',        # checkpoint path to resume from ('' = start fresh)
             log_show_after_iter=100,        # train iterations between log lines (the only host syncs)
@@ -54,6 +54,7 @@ class BaseLearner:
             save_ckpt_after_run=True,       # write ckpt_last (a resume point) when the run ends
         ),
         on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it
+        log_histograms=False,               # histograms of the collected actions and rewards at each log
         num_threads=None,                   # torch's threads while training; None: torch's default (every core)
     )
 
@@ -72,6 +73,7 @@ class BaseLearner:
         self.priority_info: dict[str, Tensor] | None = None
         self._sums: dict[str, Tensor] = {}
         self._count = 0
+        self._collected: list[tuple[Tensor, Tensor]] = []  # (action, reward) since the last log, for histograms
         self.last_log: dict[str, float] = {}
         self._hooks = build_learner_hooks(self._cfg.hook)
         if self._cfg.on_nonfinite not in ('stop', 'skip'):
@@ -136,8 +138,19 @@ class BaseLearner:
         self.call_hook('after_iter')
         return output
 
+    def observe_collected(self, action: Tensor, reward: Tensor) -> None:
+        """Collected actions and rewards for the next log's histograms (``log_histograms``; else ignored)."""
+        if self._cfg.log_histograms:
+            self._collected.append((action, reward))
+
     def log(self) -> dict[str, float]:
-        """Average the accumulated statistics (one host sync), write them to tensorboard and the text log."""
+        """Average the accumulated statistics (one host sync), write them to tensorboard and the text log (and
+        the histograms of what was collected since the last log, with ``log_histograms``)."""
+        if self._collected and self._tb_logger is not None:
+            actions, rewards = zip(*self._collected)
+            self._tb_logger.add_histogram('collector/action', torch.cat(actions).float().cpu(), self.last_envstep)
+            self._tb_logger.add_histogram('collector/reward', torch.cat(rewards).float().cpu(), self.last_envstep)
+        self._collected = []
         if not self._count:
             return self.last_log
         values = torch.stack([v.float() for v in self._sums.values()]).div(self._count).tolist()

@@ -218,7 +218,7 @@ def test_step_many_scales_each_env_into_its_own_bounds():
         env.seed(4)
         env.reset()
     actions = np.array([[0.5], [-0.75]], np.float32)
-    obs, reward, done, terminated = GymnasiumEnv.step_many(envs, actions)
+    obs, reward, done, terminated, _ = GymnasiumEnv.step_many(envs, actions)
     expected = [twin.step(a) for twin, a in zip(twins, actions)]
     assert all(np.array_equal(o, t.obs) for o, t in zip(obs, expected))
     assert reward.tolist() == [float(t.reward) for t in expected] and not done.any() and not terminated.any()

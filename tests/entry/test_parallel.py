@@ -294,3 +294,23 @@ def _write(tmp_path, main, create) -> str:
     path = tmp_path / 'config.py'
     path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
     return str(path)
+
+
+def test_a_parallel_run_logs_its_times_info_metrics_entropy_and_histograms(tmp_path, local_ray):
+    from tests.tb_events import read_histogram_tags, read_scalars
+    main, create = _tiny(tmp_path)
+    main.env.update(evaluator_env_num=1, n_evaluator_episode=2, info_metrics=['coins'],
+                    wrappers=['tests.entry.test_run_metrics.AlternatingSuccess'])
+    main.policy.collect.collector = dict(collect_print_freq=5)
+    main.policy.learn.learner.log_histograms = True
+    parallel_pipeline((main, create), seed=0, max_env_step=200)
+    logdir = os.path.join(main.exp_name, 'log', 'parallel')
+    scalars = read_scalars(logdir)
+    shares = [sum(scalars[f'time/{k}'][i][1] for k in ('collect', 'learn', 'eval', 'other'))
+              for i in range(len(scalars['time/learn']))]
+    assert shares and all(s == pytest.approx(1.0, abs=1e-4) for s in shares)
+    assert all(v > 0 for _, v in scalars['time/updates_per_s']) and 'time/env_steps_per_s' in scalars
+    assert {v for _, v in scalars['evaluator/success_rate']} == {0.5} and 'collector/success_rate' in scalars
+    assert {v for _, v in scalars['collector/coins']} == {3.0} and 'collector/entropy' in scalars
+    assert read_histogram_tags(logdir) == {'collector/action', 'collector/reward'}
+    assert 'success_rate' in open(os.path.join(main.exp_name, 'log', 'evaluator.csv')).readline()

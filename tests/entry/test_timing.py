@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-import entry.serial_entry as serial_entry
+import entry.run as run_module
 from entry import serial_pipeline
 from entry.run import PhaseTimer
 
@@ -30,8 +30,8 @@ def test_phase_timer_shares_and_rates(monkeypatch):
 
 def test_a_serial_run_logs_its_times_at_the_learners_log_rate(tiny_pendulum, monkeypatch):
     written = []
-    write = serial_entry.write_scalars
-    monkeypatch.setattr(serial_entry, 'write_scalars', lambda tb, prefix, scalars, step: written.append(
+    write = run_module.write_scalars
+    monkeypatch.setattr(run_module, 'write_scalars', lambda tb, prefix, scalars, step: written.append(
         (prefix, dict(scalars), step)) or write(tb, prefix, scalars, step))
     main, create = tiny_pendulum
     serial_pipeline((main, create), seed=0, max_train_iter=20)  # log_show_after_iter = 5

@@ -148,3 +148,31 @@ def test_ctrl_c_at_the_cli_leaves_no_process_behind(tmp_path):
     time.sleep(0.5)
     with pytest.raises(ProcessLookupError):  # no env worker is left in the group
         os.killpg(process.pid, 0)
+
+
+_PARENT = os.getpid()
+
+
+class SlowToBuild(PendulumEnv):
+    """Pendulum that takes a second to build in an env process (a big simulator loading)."""
+
+    def __init__(self, cfg=None):
+        if os.getpid() != _PARENT:
+            time.sleep(1.0)
+        super().__init__(cfg)
+
+
+@pytest.mark.parametrize('connect_timeout', [5.0, 0.3])
+def test_a_new_env_process_has_connect_timeout_for_its_first_answer(connect_timeout):
+    manager = SubprocessEnvManager([partial(SlowToBuild, cfg={})], dict(reset_timeout=0.3, max_retry=0,
+                                                                        connect_timeout=connect_timeout))
+    manager.seed(0)
+    try:
+        if connect_timeout > 1.0:
+            manager.launch()
+            assert list(manager.ready_obs) == [0]
+        else:
+            with pytest.raises(EnvFailure, match='within 0.3 s'):
+                manager.launch()
+    finally:
+        manager.close()

@@ -57,7 +57,7 @@ def test_losses_match_hand_computed_values_on_two_state_toy():
     torch.testing.assert_close(q, torch.tensor([[2.0], [1.0]]))              # Q_e(s0, a=1)
     torch.testing.assert_close(target_q, torch.tensor([1 + 0.9 * v_next]))
     # actor: sum_a pi (alpha log pi - min Q(s0)), min Q(s0) = [1, 1]
-    loss, entropy = policy._actor_loss(batch.obs)
+    loss, entropy, _ = policy._actor_loss(batch.obs)
     pi = [0.25, 0.75]
     torch.testing.assert_close(loss, torch.tensor(sum(p * (0.5 * math.log(p) - 1.0) for p in pi)))
     torch.testing.assert_close(entropy, torch.tensor([-sum(p * math.log(p) for p in pi)]))

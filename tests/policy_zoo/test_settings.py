@@ -2,6 +2,7 @@
 collector_logit) or is refused at compile time (multi_agent, on_policy, unroll_len > 1)."""
 from __future__ import annotations
 
+import copy
 import os
 import pprint
 import subprocess
@@ -12,6 +13,7 @@ import torch
 from ding_lite.config import ConfigError, compile_config
 from ding_lite.data import default_collate
 from ding_lite.worker import SampleSerialCollector
+from entry import serial_pipeline
 from entry.utils import build_envs
 from policy_zoo import DiscreteSACPolicy, SACPolicy
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
@@ -27,6 +29,8 @@ def _policy_cfg(policy: str = 'sac', **sections):
     (dict(multi_agent=True), r"policy.multi_agent=True: ding_lite's policies are single-agent"),
     (dict(on_policy=True), r"policy.on_policy=True: ding_lite's policies are off-policy"),
     (dict(collect=dict(unroll_len=4)), r"policy.collect.unroll_len=4: the SAC family learns from single transitions"),
+    (dict(transition_with_policy_data=True), r"policy.transition_with_policy_data=True: .* policy.collect.collector_logit=True"),
+    (dict(command=dict(eps=0.1)), r"policy.command=\{'eps': 0.1\}: DI-engine's command mode has no counterpart"),
 ])
 def test_settings_the_sac_family_cannot_honour_are_refused_at_compile_time(sections, message):
     for policy in ('sac', 'discrete_sac', 'sqil_sac'):
@@ -88,3 +92,20 @@ def test_collector_logit_keeps_sacs_mu_and_sigma_in_the_transitions(tmp_path):
     assert logit.shape == (len(batch['obs']), 2, 1)
     torch.testing.assert_close(logit[:, 0], mu.detach())
     torch.testing.assert_close(logit[:, 1], sigma.detach())
+
+
+def test_declared_keys_that_cannot_differ_are_refused_and_train_iterations_caps_the_run(tiny_pendulum):
+    main, create = tiny_pendulum
+    for section, key, message in ((main.policy.collect, 'env_num', r'policy.collect.env_num=4 differs from '
+                                   r'env.collector_env_num=2'),
+                                  (main.env, 'manager', r'env.manager.wait_num=2 is DI-engine.s asynchronous')):
+        before = copy.deepcopy(section)
+        section[key] = 4 if key == 'env_num' else dict(wait_num=2)
+        with pytest.raises(ConfigError, match=message):
+            compile_config(main, create_cfg=dict(create, env_manager=dict(type='subprocess')), save_cfg=False)
+        section.clear()
+        section.update(before)
+    main.policy.collect.env_num = 2  # the env's own count: accepted
+    main.policy.learn.learner.train_iterations = 7
+    serial_pipeline((main, create), seed=0)
+    assert 'iter 7 ' in open(f'{main.exp_name}/log/learner.txt').read().splitlines()[-1]
