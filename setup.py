@@ -19,7 +19,7 @@ setup(
     ],
     extras_require={
         'test': ['pytest', 'pytest-xdist', 'pytest-timeout'],
-        'parallel': ['ray'],
+        'parallel': ['ray[default]'],  # default: the dashboard's job server (ray job submit) and state API
         'plot': ['matplotlib'],
         'mujoco': ['gymnasium[mujoco]'],
         'box2d': ['gymnasium[box2d]'],

@@ -30,10 +30,11 @@ class ParallelSection:
 
     config = dict(
         collector_num=2,               # collector actors, each with its own env manager of collector_env_num envs
-        ray_address=None,              # None: start Ray locally; 'auto' or 'host:port': join that cluster
+        ray_address=None,              # 'auto' or 'host:port': join that cluster; None: RAY_ADDRESS, else start locally
         num_cpus_per_collector=1.0,    # CPUs Ray reserves for each collector actor (the evaluator takes 1)
         weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
         max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
+        placement_timeout=30.0,        # seconds a new actor may wait for a CPU; then it asks for what is left
     )
 
     @classmethod
@@ -357,10 +358,7 @@ def compile_config(
                    logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
                                        {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
     for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
-        section, count = cfg.policy[mode], cfg.env.get(env_key, 1)  # DI-engine's copy of the env's count
-        if section.get('env_num') not in (None, count):
-            raise ConfigError(f"policy.{mode}.env_num={section.env_num} differs from env.{env_key}={count}, which "
-                              f"sets the number of envs; leave policy.{mode}.env_num unset")
+        cfg.policy[mode].env_num = cfg.env.get(env_key, 1)  # as DI-engine's compile_config: the env's count rules
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
@@ -457,6 +455,9 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
     if address is not None and not (isinstance(address, str) and address):
         raise ConfigError(f"config key 'parallel.ray_address' must be None (start Ray locally), 'auto' or "
                           f"'host:port', got {address!r}")
+    if not parallel.placement_timeout > 0:
+        raise ConfigError(f"config key 'parallel.placement_timeout' must be a number of seconds > 0, got "
+                          f"{parallel.placement_timeout!r}")
     return parallel
 
 

@@ -27,9 +27,9 @@ from envs import BaseEnvManager, get_vec_env_setting
 from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
-from .parallel_workers import ActorPool, Slot, cpus_needed
-from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, start_tracker, \
-    starting, summarise
+from .parallel_workers import ActorFailure, ActorPool, Slot, cpus_needed, ray_address
+from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, \
+    resume_point_on, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler
 from .utils import compile_run, create_run_policy, learner_threads, store
 
@@ -60,7 +60,7 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
             run.pool.start()
         # with Ray on this machine the learner takes the cores the actors leave: more threads would spin-wait on
         # cores the actors need (2 cores: the learner waited for data 35% of the time with 2 threads, 1% with 1)
-        reserved = cpus_needed(cfg.parallel) if cfg.parallel.ray_address is None else 0
+        reserved = cpus_needed(cfg.parallel) if ray_address(cfg.parallel)[0] is None else 0
         with graceful_interrupt() as interrupted, learner_threads(cfg, reserved):
             train_parallel(cfg, run, max_train_iter, max_env_step, interrupted)
     if interrupted.is_set():
@@ -146,14 +146,15 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     learner.call_hook('before_run')
     loop.envstep = max(loop.envstep, learner.last_envstep)
     driver = Driver(cfg, run, max_env_step)
-    with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar:
+    fatal = (ActorFailure, ConnectionError, run.pool.ray_errors)  # between learn steps: a resume point first
+    with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar, \
+            resume_point_on(learner, fatal, cfg):
         for slot in run.pool.collectors:
             driver.request_collect(slot)
         # the stop is checked first: a run resumed from its final checkpoint ends there, evaluating nothing again
         while not interrupted.is_set() and learner.train_iter < max_train_iter and not driver.done():
             driver.step()
-    if not interrupted.is_set():
-        driver.finish_evaluation()
+        driver.finish_evaluation(interrupted)
     learner.call_hook('after_run')
     if interrupted.is_set() and not cfg.policy.learn.learner.hook.save_ckpt_after_run:
         learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)  # Ctrl-C always leaves a resume point
@@ -253,9 +254,10 @@ class Driver:
             self._pool.submit(slot, 'evaluate', weights, weights=weights, train_iter=train_iter,
                               envstep=self._loop.envstep, state=state)
 
-    def finish_evaluation(self) -> None:
-        """Wait for the evaluation in flight (a run ends with the newest result it asked for)."""
-        while self._pool.evaluator.ref is not None:
+    def finish_evaluation(self, interrupted: threading.Event) -> None:
+        """Wait for the evaluation in flight (a run ends with the newest result it asked for), until an interrupt;
+        an evaluator that cannot be placed ends the wait with ``ActorFailure`` (``ActorPool.wait``)."""
+        while self._pool.evaluator.ref is not None and not interrupted.is_set():
             for slot, result in self._pool.wait([self._pool.evaluator], POLL_SECONDS):
                 self._on_evaluated(slot, result)
 

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import logging
 import math
+import os
 import socket
 import time
 from types import SimpleNamespace
@@ -130,6 +131,9 @@ class Slot:
         self.ref: Any = None          # the request in flight
         self.request: dict[str, Any] = {}
         self.weights_iter = -1        # train iteration of the weights the actor holds (-1: its initial model)
+        self.placing: Any = None      # the actor's first answer while it waits to be placed (None: placed)
+        self.spawned = 0.0            # when the actor was asked for (time.monotonic)
+        self.share = 1.0              # the fraction of its CPUs the actor reserves
 
 
 class ActorPool:
@@ -144,6 +148,7 @@ class ActorPool:
         self.collectors = [Slot('collector', i) for i in range(self._par.collector_num)]
         self.evaluator = Slot('evaluator', self._par.collector_num)
         self._weights_ref, self._weights_iter = None, -1
+        self.ray_errors = ray.exceptions.RayError  # what a lost actor or connection raises
         # a normaliser's statistics change with every batch received, learn step or not: they date a broadcast too
         self._weights_envstep, self._normalised = -1, hasattr(run.policy.model, 'obs_norm')
 
@@ -154,9 +159,10 @@ class ActorPool:
         share = self._cpu_share(ray.cluster_resources().get('CPU', 0))
         self._model_ref = ray.put(copy.deepcopy(self._run.policy.model).to('cpu'))
         self._threads = max(1, int(par.num_cpus_per_collector))
-        self._collector_cls = ray.remote(num_cpus=par.num_cpus_per_collector * share, max_restarts=0)(
-            CollectorWorker)
-        self._evaluator_cls = ray.remote(num_cpus=share, max_restarts=0)(EvaluatorWorker)
+        self._collector_cls = ray.remote(max_restarts=0)(CollectorWorker)
+        self._evaluator_cls = ray.remote(max_restarts=0)(EvaluatorWorker)
+        for slot in self.slots:
+            slot.share = share
         if self._resumed:  # new actors, new seeds: a resumed run does not replay the episodes it had collected
             self._loop.generation = [g + 1 for g in self._loop.generation]
         start = time.perf_counter()
@@ -203,7 +209,7 @@ class ActorPool:
     def _spawn(self, slot: Slot) -> None:
         run = self._run
         options = dict(name=actor_name(run.learner.exp_name, slot, self._loop.generation[slot.index]),
-                       namespace=NAMESPACE)
+                       namespace=NAMESPACE, num_cpus=self._cpus(slot) * slot.share)
         if slot.kind == 'collector':
             slot.actor = self._collector_cls.options(**options).remote(
                 self._cfg, run.env_setting, type(run.policy), self._model_ref, self.collector_seed(slot),
@@ -212,6 +218,11 @@ class ActorPool:
             slot.actor = self._evaluator_cls.options(**options).remote(
                 self._cfg, run.env_setting, type(run.policy), self._model_ref, self._threads)
         slot.ref, slot.weights_iter = None, -1  # slot.request stays: the caller reads what was lost
+        slot.placing, slot.spawned = slot.actor.ready.remote(), time.monotonic()
+
+    def _cpus(self, slot: Slot) -> float:
+        """The CPUs ``slot``'s actor asks for at a full share."""
+        return self._par.num_cpus_per_collector if slot.kind == 'collector' else 1.0
 
     def broadcast(self, train_iter: int, fresh: bool = False) -> Any:
         """The object-store reference of the newest weights broadcast, put there again once
@@ -238,10 +249,11 @@ class ActorPool:
 
     def wait(self, slots: list[Slot], timeout: float) -> list[tuple[Slot, dict | None]]:
         """The slots among ``slots`` whose request finished within ``timeout`` seconds, each with its result, or
-        None where the actor failed (it has been replaced; its request is in ``slot.request``)."""
+        None where the actor failed or was not placed in time (it has been replaced; its request is in
+        ``slot.request``)."""
         pending = {slot.ref: slot for slot in slots if slot.ref is not None}
         if not pending:
-            return []
+            return [(slot, None) for slot in slots if self._unplaced_too_long(slot)]
         ready, _ = self._ray.wait(list(pending), num_returns=1, timeout=timeout)
         if ready:
             ready, _ = self._ray.wait(list(pending), num_returns=len(pending), timeout=0)
@@ -254,7 +266,37 @@ class ActorPool:
             except self._ray.exceptions.RayError as error:
                 self._replace(slot, error)
                 results.append((slot, None))
-        return results
+        return results + [(slot, None) for slot in slots if self._unplaced_too_long(slot)]
+
+    def _unplaced_too_long(self, slot: Slot) -> bool:
+        """Whether ``slot``'s actor has waited ``placement_timeout`` seconds for a place (a lost node's CPUs are
+        gone): it is then asked for again at a CPU share that fits what the cluster has left, and its request in
+        flight is lost. An actor that cannot be placed even so is an ``ActorFailure``."""
+        if slot.placing is None or slot.actor is None:
+            return False
+        if self._ray.wait([slot.placing], timeout=0)[0] or _has_a_process(slot.actor):
+            slot.placing = None  # placed (its constructor may still run: that is not a placement's wait)
+            return False
+        waited = time.monotonic() - slot.spawned
+        if waited < self._par.placement_timeout:
+            return False
+        free = self._ray.available_resources().get('CPU', 0.0)
+        total = self._ray.cluster_resources().get('CPU', 0.0)
+        lost = ', '.join(f"{n['NodeManagerAddress']} ({n['NodeID'][:8]})" for n in self._ray.nodes() if not n['Alive'])
+        if slot.share == 0:
+            raise ActorFailure(f"the {slot.name} actor could not be placed within {waited:.0f} s even without "
+                               f"reserving a CPU (the cluster has {total:g} CPUs; lost nodes: {lost or 'none'})")
+        share = free / self._cpus(slot)
+        share = share if share < slot.share else 0.0  # no smaller share fits (CPUs split over nodes): share one
+        self._logger.warning(f"the {slot.name} actor was not placed within {waited:.0f} s: the cluster has {total:g} "
+                             f"CPUs, {free:g} free (lost nodes: {lost or 'none'}); asking again for "
+                             f"{self._cpus(slot) * share:g} CPUs ({share:.0%} of its share), its request in flight "
+                             f"is lost")
+        self._kill(slot)
+        slot.share = share
+        self._loop.generation[slot.index] += 1
+        self._spawn(slot)
+        return True
 
     def _replace(self, slot: Slot, error: Exception) -> None:
         index = slot.index
@@ -278,30 +320,42 @@ class ActorPool:
     def close(self) -> None:
         """Stop every actor (their envs closed where they still answer), and Ray itself if this run started it."""
         alive = [slot for slot in self.slots if slot.actor is not None]
-        with contextlib.suppress(Exception):
-            self._ray.wait([slot.actor.close.remote() for slot in alive], num_returns=len(alive), timeout=5)
+        if alive and self._ray.is_initialized():  # a failed connection left no Ray to ask (nor to start)
+            with contextlib.suppress(Exception):
+                self._ray.wait([slot.actor.close.remote() for slot in alive], num_returns=len(alive), timeout=5)
         for slot in alive:
             self._kill(slot)
         if self._started_ray:
             self._ray.shutdown()
 
 
+def ray_address(par: EasyDict) -> tuple[str | None, str]:
+    """``(the cluster address to join, where it came from)``: ``parallel.ray_address``, else ``RAY_ADDRESS`` (which
+    ``ray job submit`` sets), else ``(None, '')``: start Ray locally."""
+    if par.ray_address is not None:
+        return par.ray_address, f"parallel.ray_address={par.ray_address!r}"
+    if os.environ.get('RAY_ADDRESS'):
+        return os.environ['RAY_ADDRESS'], f"RAY_ADDRESS={os.environ['RAY_ADDRESS']!r}"
+    return None, ''
+
+
 def connect_ray(ray: Any, par: EasyDict) -> tuple[bool, str]:
-    """Start Ray locally with the CPUs the actors need (``ray_address`` None), join the cluster at
-    ``ray_address``, or use the Ray this process runs already; ``(whether to shut it down at the end, where)``."""
+    """Start Ray locally with the CPUs the actors need, join the cluster at ``ray_address``'s address (checked
+    within seconds), or use the Ray this process runs already; ``(whether to shut it down at the end, where)``."""
     started, where = False, 'already running in this process'
     if not ray.is_initialized():
+        address, source = ray_address(par)
         kwargs = dict(include_dashboard=False, logging_level=logging.WARNING)
         try:
-            _reachable(par.ray_address)
-            if par.ray_address is None:
+            if address is None:
                 ray.init(num_cpus=math.ceil(cpus_needed(par)), **kwargs)
             else:
-                ray.init(address=par.ray_address, **kwargs)
+                _reachable(address)
+                ray.init(address=address, **kwargs)  # a cluster has its own CPUs: none are asked for
         except Exception as error:  # Ray raises several types for an address it cannot reach
-            raise ConnectionError(f"could not start or join Ray (parallel.ray_address={par.ray_address!r}): "
-                                  f"{type(error).__name__}: {error}") from None
-        started, where = True, 'started locally' if par.ray_address is None else f"joined {par.ray_address}"
+            what = f"join Ray at {address!r} (from {source})" if address else "start Ray locally"
+            raise ConnectionError(f"could not {what}: {type(error).__name__}: {error}") from None
+        started, where = True, 'started locally' if address is None else f"joined {address} (from {source})"
     return started, where
 
 
@@ -312,18 +366,40 @@ def cpus_needed(par: EasyDict) -> float:
 
 
 
-def _reachable(address: str | None, timeout: float = 5.0) -> None:
-    """Fail fast on a ``host:port`` nobody listens at (``ray.init`` would retry for minutes)."""
-    if address is None or ':' not in address or '://' in address:
-        return
-    host, port = address.rsplit(':', 1)
-    with socket.create_connection((host, int(port)), timeout=timeout):
-        pass
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail within seconds where nobody answers at ``address`` (``ray.init`` would retry for minutes): a
+    ``[ray://]host:port``, or ``'auto'``: the cluster this machine's ``ray start`` recorded."""
+    if address == 'auto':
+        record = os.path.join(os.environ.get('RAY_TMPDIR', '/tmp'), 'ray', 'ray_current_cluster')
+        if not os.path.isfile(record):
+            raise ConnectionError(f"no Ray cluster was started on this machine ({record} does not exist); start one "
+                                  f"with 'ray start --head', or give the head's host:port")
+        address = open(record).read().strip()
+    host, _, port = address.split('://')[-1].rpartition(':')
+    if not host or not port.isdigit():
+        raise ConnectionError(f"{address!r} is not host:port")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as error:
+        raise ConnectionError(f"nothing answers at {host}:{port} ({error})") from None
+
+
+def _has_a_process(actor: Any) -> bool:
+    """Whether Ray has placed ``actor`` (given it a worker process), from the GCS's actor table: Ray's state API
+    needs the dashboard, which a cluster need not run. False where the table cannot be read (the actor's first
+    answer then tells)."""
+    try:
+        from ray._private import state
+        return bool(state.actors(actor_id=actor._actor_id.hex()).get('Pid'))
+    except Exception:
+        return False
 
 
 def _reason(error: Exception) -> str:
     """One line on why an actor's request failed: the exception it raised, or how it died."""
     cause = getattr(error, 'cause', None)
     error = cause if isinstance(cause, BaseException) else error
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    why = [line for line in lines[1:] if 'died because' in line]  # Ray's cause, e.g. its node died (and which)
+    return f"{type(error).__name__}: {' '.join((lines[:1] + why[:1]))}"

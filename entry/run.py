@@ -158,6 +158,25 @@ class PhaseTimer:
                          'updates_per_s': (train_iter - iter_then) / wall}
 
 
+@contextlib.contextmanager
+def resume_point_on(learner: BaseLearner, errors: tuple[type[BaseException], ...], cfg: EasyDict) -> Iterator[None]:
+    """On one of ``errors`` (raised between learn steps, so the learn state is whole: an actor that cannot be
+    replaced, a lost connection), write ``ckpt_last.pth.tar`` as a resume point before the error goes on."""
+    try:
+        yield
+    except errors as error:
+        logger = build_logger(cfg.exp_name, 'summary', console=True)
+        try:
+            path = learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
+        except Exception as failed:  # the error that stopped the run stays the one reported
+            logger.info(f"{type(error).__name__} stopped the run, and no resume point could be written "
+                        f"({type(failed).__name__}: {failed}); the last one: {learner.last_resume_point}")
+        else:
+            logger.info(f"{type(error).__name__} stopped the run at env step {learner.last_envstep}: {path} is a "
+                        f"resume point; continue the run with the same command and --resume")
+        raise
+
+
 def log_times(cfg: EasyDict, tb_logger: Any, train_iter: int, times: dict[str, float], envstep: int) -> None:
     """A ``PhaseTimer`` report to tensorboard (``time/*``, and a tracker) and ``log/time.txt``."""
     write_scalars(tb_logger, 'time', times, envstep)

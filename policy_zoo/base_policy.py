@@ -54,11 +54,11 @@ class Policy:
             n_episode=None,                 # episodes per collect call (the episode collector)
             unroll_len=1,                   # consecutive transitions per training sample
             collector_logit=False,          # keep the policy's logits in the transitions
-            env_num=None,                   # DI-engine's key: None or env.collector_env_num (which counts)
+            env_num=None,                   # DI-engine's key, set from env.collector_env_num (as DI-engine)
             model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
         ),
         eval=dict(
-            env_num=None,                   # DI-engine's key: None or env.evaluator_env_num (which counts)
+            env_num=None,                   # DI-engine's key, set from env.evaluator_env_num (as DI-engine)
         ),
         command=dict(),                     # DI-engine's key; empty only (no command mode here)
         other=dict(

@@ -51,6 +51,7 @@ class BaseLearner:
             load_ckpt_before_run='',        # checkpoint path to resume from ('' = start fresh)
             log_show_after_iter=100,        # train iterations between log lines (the only host syncs)
             save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints (resume points)
+            save_ckpt_after_seconds=60,     # also ckpt_last as a resume point this often (a short run has one too)
             save_ckpt_after_run=True,       # write ckpt_last (a resume point) when the run ends
         ),
         on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it

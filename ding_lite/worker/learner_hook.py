@@ -1,6 +1,7 @@
 """Learner hooks in DI-engine's form: callables run by the learner at four positions, ordered by priority."""
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 
@@ -59,6 +60,22 @@ class CallbackHook(LearnerHook):
             self._fn(engine)
 
 
+class TimedResumePoint(LearnerHook):
+    """Writes ``ckpt_last.pth.tar`` as a resume point every ``seconds`` of training, and never more often than
+    every 20 writes' durations (at most 5% of the time goes to it, whatever the buffer's size)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__('save_ckpt_after_seconds', 20, position='after_iter')
+        self._seconds, self._due = seconds, time.monotonic() + seconds
+
+    def __call__(self, engine: Any) -> None:
+        now = time.monotonic()
+        if now < self._due:
+            return
+        engine.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
+        self._due = now + max(self._seconds, 20 * (time.monotonic() - now))
+
+
 def build_learner_hooks(hook_cfg: dict) -> dict[str, list[LearnerHook]]:
     """The built-in hooks a learner's ``hook`` config asks for (DI-engine's simplified hook keys)."""
     hooks: dict[str, list[LearnerHook]] = {position: [] for position in LearnerHook.positions}
@@ -74,6 +91,8 @@ def build_learner_hooks(hook_cfg: dict) -> dict[str, list[LearnerHook]]:
             'save_ckpt_after_iter', 20, 'after_iter',
             lambda engine: engine.save_checkpoint(f'iteration_{engine.train_iter}.pth.tar', resume_point=True),
             freq=hook_cfg['save_ckpt_after_iter']))
+    if hook_cfg.get('save_ckpt_after_seconds'):
+        add_learner_hook(hooks, TimedResumePoint(hook_cfg['save_ckpt_after_seconds']))
     add_learner_hook(hooks, CallbackHook('log_show_after_run', 10, 'after_run', lambda engine: engine.log()))
     if hook_cfg.get('save_ckpt_after_run'):
         add_learner_hook(hooks, CallbackHook('save_ckpt_after_run', 20, 'after_run',

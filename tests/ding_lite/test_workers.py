@@ -193,3 +193,29 @@ def test_learner_logs_the_mean_of_each_statistic_since_the_last_log(setup):
     learner.train({})
     assert learner.log() == {'loss': 3.0, 'q_value': 30.0}
     assert [float(o['loss']) for o in mode.outputs] == [0.0, 1.0, 2.0, 3.0]   # summed into copies, not in place
+
+
+def test_timed_resume_points_come_every_interval_and_take_at_most_a_twentieth_of_the_time(monkeypatch):
+    import ding_lite.worker.learner_hook as learner_hook
+    clock = {'now': 0.0}
+    monkeypatch.setattr(learner_hook.time, 'monotonic', lambda: clock['now'])
+    saves = []
+
+    class Engine:
+        def save_checkpoint(self, name, resume_point=False):
+            saves.append((clock['now'], name, resume_point))
+            clock['now'] += self.write_seconds
+
+    engine, hook = Engine(), learner_hook.TimedResumePoint(60)
+    engine.write_seconds = 0.5
+    for now in (30, 59.9, 60, 90, 120.4, 180.5):
+        clock['now'] = now
+        hook(engine)
+    assert saves == [(60, 'ckpt_last.pth.tar', True), (120.4, 'ckpt_last.pth.tar', True),
+                     (180.5, 'ckpt_last.pth.tar', True)]
+    engine.write_seconds = 10.0  # a large buffer: the next write waits 20 writes' time, not 60 s
+    for now in (250, 400, 450):
+        clock['now'] = now
+        hook(engine)
+    assert [t for t, _, _ in saves[3:]] == [250, 450]
+    assert 'save_ckpt_after_seconds' in [h.name for h in BaseLearner(None).hooks['after_iter']]  # on by default

@@ -68,7 +68,7 @@ def test_parallel_section_is_declared_checked_and_saved(tmp_path):
     main, create = _tiny(tmp_path, weight_sync_interval=3, ray_address='auto')
     cfg = compile_config(main, create)
     assert cfg.parallel == dict(collector_num=2, ray_address='auto', num_cpus_per_collector=1.0,
-                                weight_sync_interval=3, max_actor_restarts=3)
+                                weight_sync_interval=3, max_actor_restarts=3, placement_timeout=30.0)
     assert read_config(os.path.join(cfg.exp_name, 'total_config.py'))[0].parallel == cfg.parallel
     serial = compile_config(*zoo_config('pendulum_sac_config', tmp_path / 'serial'), save_cfg=False)
     assert serial.parallel.collector_num == 2  # declared defaults: a serial config needs no section
@@ -76,7 +76,8 @@ def test_parallel_section_is_declared_checked_and_saved(tmp_path):
                          (dict(collector_num=0), "'parallel.collector_num' must be a positive number"),
                          (dict(max_actor_restarts=-1), "'parallel.max_actor_restarts' must be a number >= 0"),
                          (dict(ray_address=6379), "'parallel.ray_address' must be None"),
-                         (dict(weight_sync_interval=0.5), "'parallel.weight_sync_interval' must be an int")]:
+                         (dict(weight_sync_interval=0.5), "'parallel.weight_sync_interval' must be an int"),
+                         (dict(placement_timeout=0), "'parallel.placement_timeout' must be a number of seconds > 0")]:
         main.parallel = bad
         with pytest.raises(ConfigError, match=message):
             compile_config(main, create, save_cfg=False)
@@ -161,6 +162,10 @@ def test_an_actor_failing_past_max_actor_restarts_stops_the_run_clearly(tmp_path
         parallel_pipeline((main, create), seed=0, max_env_step=300)
     assert not [a for a in ray.util.list_named_actors(all_namespaces=True)  # every actor of the run was stopped
                 if a['name'].startswith(f'ding_lite:{main.exp_name}')]
+    state, buffer = _last_state(main.exp_name)  # a resume point first, as of the last whole step
+    assert (tmp_path / 'tiny' / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'
+    assert buffer['count'] == state['run']['loop']['envstep'] > 0
+    assert 'ActorFailure stopped the run at env step' in (tmp_path / 'tiny' / 'log' / 'summary.txt').read_text()
 
 
 def test_actors_adapt_spaces_as_the_serial_pipeline_and_normalise_with_the_drivers_statistics(tmp_path, local_ray):
@@ -285,8 +290,8 @@ def test_missing_ray_address_is_a_clear_error(tmp_path, ray_tmp):
     result = subprocess.run([sys.executable, '-m', 'entry.cli', '-m', 'parallel', '-c', _write(tmp_path, main, create)],
                             cwd=tmp_path, env=_cli_env(ray_tmp), capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
-    assert "ding_lite: error: ConnectionError: could not start or join Ray (parallel.ray_address='127.0.0.1:1')" \
-        in result.stderr
+    assert "ding_lite: error: ConnectionError: could not join Ray at '127.0.0.1:1' (from parallel.ray_address=" \
+           "'127.0.0.1:1'): ConnectionError: nothing answers at 127.0.0.1:1" in result.stderr
     assert not (tmp_path / 'tiny').exists()  # a run that failed to start leaves no folder
 
 

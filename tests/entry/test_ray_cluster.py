@@ -1,0 +1,137 @@
+"""The parallel pipeline on a multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head without CPUs and three
+1-CPU worker nodes, so each actor has a node of its own): a lost node's actor is replaced at a CPU share the
+shrunken cluster can place, evaluations go on, and the run finishes; an address nobody answers at."""
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+from easydict import EasyDict
+
+from ding_lite.utils import load_file
+from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
+
+ray = pytest.importorskip('ray', reason="the parallel pipeline needs Ray: pip install 'ding-lite[parallel]'")
+from ray.cluster_utils import Cluster  # noqa: E402
+from entry import parallel_pipeline  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def ray_tmp():
+    folder = tempfile.mkdtemp(prefix='ding_lite_rc_')
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope='module')
+def cluster(ray_tmp):
+    cluster = Cluster(initialize_head=True, head_node_args=dict(num_cpus=0, include_dashboard=False,
+                                                                temp_dir=ray_tmp))
+    ray.init(address=cluster.address, include_dashboard=False, logging_level='WARNING')
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def _three_worker_nodes(cluster):
+    while len([n for n in cluster.worker_nodes]) < 3:
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+
+
+def _tiny(tmp_path, name):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / name)
+    main.parallel = dict(collector_num=2, placement_timeout=2.0)
+    return main, EasyDict(copy.deepcopy(TINY_CREATE))
+
+
+def _remove_node_of(cluster, actor_name: str, csv: str, rows: int, lost: dict, done: threading.Event) -> None:
+    """Once ``csv`` has ``rows`` evaluations, remove the worker node ``actor_name`` runs on (noting the env step)."""
+    while not done.is_set() and not (os.path.exists(csv) and len(open(csv).read().splitlines()) > rows):
+        time.sleep(0.1)
+    if done.is_set():
+        return
+    node_id = next(a['Address']['NodeID'] for a in ray._private.state.actors().values()
+                   if a['Name'] == actor_name and a['State'] == 'ALIVE')
+    node = next(n for n in cluster.worker_nodes if n.node_id == node_id)
+    lost['envstep'] = int(open(csv).read().splitlines()[-1].split(',')[1])
+    cluster.remove_node(node)
+
+
+def _run_losing(cluster, tmp_path, kind: str):
+    _three_worker_nodes(cluster)
+    main, create = _tiny(tmp_path, kind)
+    csv, lost = os.path.join(main.exp_name, 'log', 'evaluator.csv'), {}
+    name = f"ding_lite:{main.exp_name}:{'evaluator' if kind == 'evaluator' else 'collector1'}:0"
+    done = threading.Event()
+    killer = threading.Thread(target=_remove_node_of, args=(cluster, name, csv, 2, lost, done))
+    killer.start()
+    try:
+        parallel_pipeline((main, create), seed=0, max_env_step=1000)
+    finally:
+        done.set()
+        killer.join()
+    assert lost, "the run ended before the node was removed"
+    state = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))
+    rows = [line.split(',') for line in open(csv).read().splitlines()[1:]]
+    log = open(os.path.join(main.exp_name, 'log', 'parallel.txt')).read()
+    left = [a for a in ray.util.list_named_actors(all_namespaces=True) if a['name'].startswith(f'ding_lite:{main.exp_name}')]
+    return state, rows, log, lost, left
+
+
+def test_losing_the_evaluators_node_replaces_it_at_a_share_that_fits(cluster, tmp_path):
+    state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'evaluator')
+    assert state['last_envstep'] >= 1000
+    assert any(int(row[1]) > lost['envstep'] for row in rows), 'no evaluation after the evaluator node was lost'
+    assert 'evaluator actor failed' in log and 'The actor died because its node has died' in log
+    assert 'evaluator actor was not placed within' in log and 'lost nodes: ' in log  # the 2 CPUs left are taken
+    assert state['run']['loop']['lost'] == 0 and not left
+
+
+def test_losing_a_collectors_node_loses_no_more_than_its_requests_in_flight(cluster, tmp_path):
+    state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'collector')
+    assert state['last_envstep'] >= 1000 and 'collector 1 actor failed' in log
+    assert 'collector 1 actor was not placed within' in log
+    assert 0 < state['run']['loop']['lost'] <= 2 * 4  # the dead actor's request and the unplaced one's (n_sample 4)
+    assert any(int(row[1]) > lost['envstep'] for row in rows) and not left
+
+
+def _cli(tmp_path, env_extra, *args):
+    main, create = _tiny(tmp_path, 'cli')
+    del main.parallel['placement_timeout']
+    path = tmp_path / 'config.py'
+    path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
+    env = {**os.environ, 'PYTHONPATH': ROOT, **env_extra}
+    start = time.time()
+    result = subprocess.run([sys.executable, '-m', 'entry.cli', '-m', 'parallel', '-c', str(path), *args],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    return result, time.time() - start
+
+
+@pytest.mark.parametrize('address, message', [
+    ('RAY_ADDRESS=127.0.0.1:1', "could not join Ray at '127.0.0.1:1' (from RAY_ADDRESS='127.0.0.1:1'): "
+                                "ConnectionError: nothing answers at 127.0.0.1:1"),
+    ('--set=parallel.ray_address=auto', "could not join Ray at 'auto' (from parallel.ray_address='auto'): "
+                                        "ConnectionError: no Ray cluster was started on this machine"),
+])
+def test_an_address_nobody_answers_at_fails_within_seconds_and_starts_no_ray(tmp_path, address, message):
+    ray_dir = tmp_path / 'ray_tmp'
+    ray_dir.mkdir()
+    env = {'RAY_TMPDIR': str(ray_dir), 'RAY_ADDRESS': ''}
+    if address.startswith('RAY_ADDRESS='):
+        env['RAY_ADDRESS'] = address.split('=', 1)[1]
+        args = ()
+    else:
+        args = (address,)
+    result, seconds = _cli(tmp_path, env, *args)
+    assert result.returncode == 1 and seconds < 30, result.stderr
+    assert f"ding_lite: error: ConnectionError: {message}" in result.stderr.strip().splitlines()[-1]
+    assert not os.listdir(ray_dir) and not (tmp_path / 'cli').exists()  # no Ray started, no run folder left
