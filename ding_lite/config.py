@@ -358,7 +358,8 @@ def compile_config(
                    logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
                                        {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
     for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
-        cfg.policy[mode].env_num = cfg.env.get(env_key, 1)  # as DI-engine's compile_config: the env's count rules
+        if 'env_num' in cfg.policy[mode]:  # declared: set as DI-engine's compile_config does, the env's count rules
+            cfg.policy[mode].env_num = cfg.env.get(env_key, 1)
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env

@@ -27,7 +27,8 @@ from envs import BaseEnvManager, get_vec_env_setting
 from envs.adapt import adapted_env
 from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
-from .parallel_workers import ActorFailure, ActorPool, Slot, cpus_needed, ray_address
+from .parallel_workers import ActorFailure, ActorPool, Slot
+from .ray_connect import cpus_needed, ray_address
 from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, \
     resume_point_on, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler

@@ -59,8 +59,7 @@ class DiscreteSACPolicy(SACPolicy):
         self._collect_envstep = int(state.get('collect_envstep', self._collect_envstep))
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
-        """The entropy of what the collector samples from: ``softmax(logit)`` mixed with the uniform over the
-        allowed actions at the step's ``eps``."""
+        """``softmax(logit)`` mixed with the uniform over allowed actions at the step's ``eps``."""
         logit = output['logit']
         allowed = output['action_mask'].bool() if 'action_mask' in output else torch.ones_like(logit, dtype=torch.bool)
         pi = logit.masked_fill(~allowed, -math.inf).softmax(-1)

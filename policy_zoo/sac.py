@@ -206,8 +206,7 @@ class SACPolicy(Policy):
         return (self._alpha.value * log_prob - q_min).mean(), -log_prob.detach(), stats
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
-        """``-log pi(a)`` of actions drawn afresh from the tanh-Gaussian (no closed form), with a private generator:
-        the run's random streams are untouched."""
+        """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
         logit = output['logit']                                # [B, 2, A], or DI-engine's {'mu', 'sigma'}
         mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else logit.unbind(1)
         generator = torch.Generator(mu.device).manual_seed(0)
