@@ -5,5 +5,6 @@ from .base_policy import Policy, create_policy, get_policy_cls
 from .sac import SACPolicy
 from .discrete_sac import DiscreteSACPolicy
 from .sqil_sac import SQILSACPolicy
+from .tqc import TQCPolicy
 
-__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'create_policy', 'get_policy_cls']
+__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'create_policy', 'get_policy_cls']

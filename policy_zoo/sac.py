@@ -47,10 +47,11 @@ def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
 
-    Subclasses change the action distribution through four hooks: ``_q_pred(batch) -> [E, B]``,
-    ``_soft_target_v(next_obs) -> [B]``, ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and
-    ``_default_target_entropy()``. Everything else is shared. ``stats`` (detached scalars to log, such as the
-    policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return.
+    Subclasses change the action distribution and the critics through hooks: ``_q_pred(batch) -> [E, B]``,
+    ``_soft_target_v(next_obs) -> [B]``, ``_critic_loss(batch) -> (loss, td [E, B], q [E, B], target_q [B])``
+    (default: the weighted squared ``_critic_td``), ``_actor_q(obs, action) -> [B]`` (default: the critics' min),
+    ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and ``_default_target_entropy()``. ``stats`` (detached
+    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return.
     """
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
@@ -117,7 +118,8 @@ class SACPolicy(Policy):
 
     def _init_learn(self) -> None:
         learn = self._cfg.learn
-        self._gamma, self._twin = learn.discount_factor, self._model.twin_critic
+        self._gamma = learn.discount_factor
+        self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q)
         self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy)
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
@@ -130,7 +132,7 @@ class SACPolicy(Policy):
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
         if learn.compile:
             what = f"{type(self).__name__}'s update"  # one message for both: warned once
-            self._critic_td = compile_or_eager(self._critic_td, what)
+            self._critic_loss = compile_or_eager(self._critic_loss, what)
             self._actor_loss = compile_or_eager(self._actor_loss, what)
         if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
             self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
@@ -147,7 +149,7 @@ class SACPolicy(Policy):
         model = self._target_model if target else self._learn_model
         inputs = {'obs': obs} if action is None else {'obs': obs, 'action': action}
         q = model.forward(inputs, mode='compute_critic')['q_value']
-        return q if self._twin else q.unsqueeze(0)  # [E, B(, A)]
+        return q if self._n_critics > 1 else q.unsqueeze(0)  # [E, B(, A or quantiles)]
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
@@ -166,8 +168,7 @@ class SACPolicy(Policy):
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics."""
-        td, q, target_q = self._critic_td(batch)               # [E, B], [E, B], [B]
-        critic_loss = (batch.weight * td.pow(2)).mean(-1).sum()
+        critic_loss, td, q, target_q = self._critic_loss(batch)  # [E, B], [E, B], [B]
         grad_norm_critic = _step(self._optimizer_q, critic_loss)
         with _frozen(self._critic_params.values()):  # the actor's loss needs no critic weight gradients
             policy_loss, entropy, *actor_stats = self._actor_loss(batch.obs)
@@ -183,6 +184,10 @@ class SACPolicy(Policy):
         self._target_model.update(self._critic_params)
         stats |= {'alpha': self._alpha.value, 'priority': td.abs().mean(0)}  # priority: |TD| per sample [B]
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+
+    def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        td, q, target_q = self._critic_td(batch)
+        return (batch.weight * td.pow(2)).mean(-1).sum(), td, q, target_q
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
         """``(td, q, target_q)``: soft Bellman error of every critic against the clipped double-Q target."""
@@ -201,9 +206,11 @@ class SACPolicy(Policy):
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         mu, sigma = self._actor(obs)
         action, log_prob = tanh_gaussian_sample(mu, sigma)
-        q_min = self._critic(obs, action).min(0).values
         stats = {'mu': mu.detach().mean(), 'log_sigma': sigma.detach().log().mean()}  # before the tanh
-        return (self._alpha.value * log_prob - q_min).mean(), -log_prob.detach(), stats
+        return (self._alpha.value * log_prob - self._actor_q(obs, action)).mean(), -log_prob.detach(), stats
+
+    def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
+        return self._critic(obs, action).min(0).values
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
         """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
@@ -214,7 +221,7 @@ class SACPolicy(Policy):
         return -tanh_gaussian_sample(mu, sigma, noise)[1]
 
     def _monitor_vars_learn(self) -> list[str]:
-        critics = [f'q_value_{i + 1}' for i in range(2 if self._twin else 1)]
+        critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
         names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
         return names + (['alpha_loss'] if self._alpha.learned else [])

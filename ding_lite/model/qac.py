@@ -35,7 +35,7 @@ class _QAC(nn.Module):
         return getattr(self, mode)(inputs)
 
     def _q_out(self, q: Tensor) -> Tensor:
-        return q if self.twin_critic else q[0]
+        return q if self.n_critics > 1 else q[0]
 
     def _encoders(self, obs_shape: Any, sizes: list[int] | None, share: bool,
                   activation: str) -> tuple[int, nn.Module | None, nn.Module | None]:
@@ -73,7 +73,8 @@ class ContinuousQAC(_QAC):
     """Tanh-Gaussian actor ``obs -> (mu, sigma)`` and (twin) critics ``(obs, action) -> q``.
 
     ``compute_actor`` returns ``{'logit': [mu, sigma]}``; ``compute_critic`` takes ``{'obs', 'action'}`` and
-    returns ``{'q_value'}`` of shape ``[2, B]`` with twin critics (one batched ensemble), else ``[B]``.
+    returns ``{'q_value'}`` of shape ``[E, B]`` for an ensemble (twin critics: E = 2, one batched module), else
+    ``[B]``; with ``n_quantiles > 1`` each critic gives that many quantiles: ``[E, B, n_quantiles]``.
     """
 
     def __init__(
@@ -91,12 +92,15 @@ class ContinuousQAC(_QAC):
             log_sigma_max: float = 2.0,           # upper clamp of the actor's log standard deviation
             encoder_hidden_size_list: list | None = None,  # conv channels + features (images), FC widths (vectors)
             share_encoder: bool = False,          # one encoder, the critics'; the actor reads it without gradient
+            n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
+            n_quantiles: int = 1,                 # outputs per critic: 1, its Q; more, quantiles of the return (TQC)
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
             raise ValueError(f"ContinuousQAC supports action_space='reparameterization', got {action_space!r}")
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
+        self.n_critics, self.n_quantiles = n_critics or (2 if twin_critic else 1), n_quantiles
         feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
                                                                 activation)
         self.actor = nn.Sequential(
@@ -104,8 +108,8 @@ class ContinuousQAC(_QAC):
             mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
             ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
         )
-        ensemble = ensemble_mlp(2 if twin_critic else 1, feature + self.action_size, critic_head_hidden_size,
-                                critic_head_layer_num, 1, activation)
+        ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
+                                critic_head_layer_num, n_quantiles, activation)
         self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
 
     def compute_actor(self, obs: Tensor) -> dict[str, list[Tensor]]:
@@ -118,7 +122,7 @@ class ContinuousQAC(_QAC):
             action = action.unsqueeze(-1)
         q = self.critic(obs, action) if isinstance(self.critic, EncodedCritic) else \
             self.critic(torch.cat([obs, action], dim=-1))
-        return {'q_value': self._q_out(q.squeeze(-1))}  # [E, B]
+        return {'q_value': self._q_out(q.squeeze(-1) if self.n_quantiles == 1 else q)}  # [E, B(, n_quantiles)]
 
 
 @MODEL_REGISTRY.register('discrete_qac')
@@ -147,7 +151,7 @@ class DiscreteQAC(_QAC):
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
         self.action_size = _flat_size(action_shape, 'action_shape')
-        self.twin_critic = twin_critic
+        self.twin_critic, self.n_critics = twin_critic, 2 if twin_critic else 1
         feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
                                                                 activation)
         self.actor = nn.Sequential(*([actor_encoder] if actor_encoder is not None else []),
