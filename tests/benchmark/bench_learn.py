@@ -1,6 +1,8 @@
 """SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
-Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N]``. Same sizes, same
+Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
+``--policy tqc`` (any continuous SAC-family variant) times that variant's step against SAC's instead, interleaved in
+the same process, at the MuJoCo and Pendulum sizes (its cost in SAC steps). Otherwise: same sizes, same
 process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
 updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
 on the GPU too, each timing window ends with a synchronize, the ``learn.cuda_graph=True`` step joins the rounds
@@ -84,14 +86,40 @@ def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: boo
     return results
 
 
+def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str = 'cpu') -> dict[str, float]:
+    """The eager step of ``policy`` against SAC's at the same sizes, interleaved; the median time ratio."""
+    results = {}
+    for name, (kind, *sizes) in CASES.items():
+        if kind != 'sac':
+            continue
+        obs, act, hidden, batch = sizes
+        buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
+        buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
+                     'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool)})
+        steps = {key: _policy(key, *sizes, device).learn_mode.forward for key in ('sac', policy)}
+        rates: dict[str, list[float]] = {key: [] for key in steps}
+        for _ in range(rounds):
+            for key, step in steps.items():
+                rates[key].append(_rate(lambda: step(buffer.sample(batch)), seconds, device))
+        cost = sorted(s / v for s, v in zip(rates['sac'], rates[policy]))[rounds // 2]
+        print(f"{name}: sac {max(rates['sac']):.0f} updates/s, {policy} {max(rates[policy]):.0f} updates/s "
+              f"({policy} step = {cost:.2f} SAC steps)", flush=True)
+        results[name] = cost
+    return results
+
+
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--no-compile', action='store_true', help='skip the compiled step (compiling takes a while)')
     parser.add_argument('--threads', type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument('--policy', default=None, help="a SAC-family variant to time against SAC's step (e.g. tqc)")
     args = parser.parse_args()
     if args.device.startswith('cuda') and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: this machine has no CUDA device")
     if args.threads:
         torch.set_num_threads(args.threads)
-    run(device=args.device, compile=not args.no_compile)
+    if args.policy:
+        run_variant(args.policy, device=args.device)
+    else:
+        run(device=args.device, compile=not args.no_compile)
