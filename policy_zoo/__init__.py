@@ -6,5 +6,7 @@ from .sac import SACPolicy
 from .discrete_sac import DiscreteSACPolicy
 from .sqil_sac import SQILSACPolicy
 from .tqc import TQCPolicy
+from .sac_v1 import SACv1Policy
 
-__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'create_policy', 'get_policy_cls']
+__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'create_policy',
+           'get_policy_cls']

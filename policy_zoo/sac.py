@@ -130,6 +130,7 @@ class SACPolicy(Policy):
                                         update_kwargs={'theta': learn.target_theta})
         # live views of the online critic: the target follows only what it is used for
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
+        self._actor_frozen = list(self._model.critic.parameters())  # constants in the actor's loss
         if learn.compile:
             what = f"{type(self).__name__}'s update"  # one message for both: warned once
             self._critic_loss = compile_or_eager(self._critic_loss, what)
@@ -170,7 +171,7 @@ class SACPolicy(Policy):
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics."""
         critic_loss, td, q, target_q = self._critic_loss(batch)  # [E, B], [E, B], [B]
         grad_norm_critic = _step(self._optimizer_q, critic_loss)
-        with _frozen(self._critic_params.values()):  # the actor's loss needs no critic weight gradients
+        with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
             policy_loss, entropy, *actor_stats = self._actor_loss(batch.obs)
         grad_norm_actor = _step(self._optimizer_policy, policy_loss)
         q_mean = q.detach().mean(-1)                           # [E]: one value per critic

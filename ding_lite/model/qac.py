@@ -94,6 +94,7 @@ class ContinuousQAC(_QAC):
             share_encoder: bool = False,          # one encoder, the critics'; the actor reads it without gradient
             n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
             n_quantiles: int = 1,                 # outputs per critic: 1, its Q; more, quantiles of the return (TQC)
+            value_network: bool = False,          # a state-value network V(s) too (SAC-v1), as compute_value
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
@@ -111,10 +112,19 @@ class ContinuousQAC(_QAC):
         ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
                                 critic_head_layer_num, n_quantiles, activation)
         self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
+        if value_network:
+            if critic_encoder is not None:
+                raise ValueError("value_network=True takes vector observations without encoder_hidden_size_list")
+            self.value = nn.Sequential(mlp(feature, critic_head_hidden_size, critic_head_layer_num, activation),
+                                       nn.Linear(critic_head_hidden_size, 1))
+            self.mode = self.mode + ('compute_value',)
 
     def compute_actor(self, obs: Tensor) -> dict[str, list[Tensor]]:
         mu, sigma = self.actor(self._actor_input(obs))
         return {'logit': [mu, sigma]}
+
+    def compute_value(self, obs: Tensor) -> dict[str, Tensor]:
+        return {'value': self.value(obs).squeeze(-1)}  # [B]
 
     def compute_critic(self, inputs: dict[str, Tensor]) -> dict[str, Tensor]:
         obs, action = inputs['obs'], inputs['action']

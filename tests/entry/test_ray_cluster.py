@@ -72,10 +72,10 @@ def _run_losing(cluster, tmp_path, kind: str):
     csv, lost = os.path.join(main.exp_name, 'log', 'evaluator.csv'), {}
     name = f"ding_lite:{main.exp_name}:{'evaluator' if kind == 'evaluator' else 'collector1'}:0"
     done = threading.Event()
-    killer = threading.Thread(target=_remove_node_of, args=(cluster, name, csv, 2, lost, done))
+    killer = threading.Thread(target=_remove_node_of, args=(cluster, name, csv, 1, lost, done))
     killer.start()
     try:
-        parallel_pipeline((main, create), seed=0, max_env_step=1000)
+        parallel_pipeline((main, create), seed=0, max_env_step=700)
     finally:
         done.set()
         killer.join()
@@ -83,13 +83,14 @@ def _run_losing(cluster, tmp_path, kind: str):
     state = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))
     rows = [line.split(',') for line in open(csv).read().splitlines()[1:]]
     log = open(os.path.join(main.exp_name, 'log', 'parallel.txt')).read()
-    left = [a for a in ray.util.list_named_actors(all_namespaces=True) if a['name'].startswith(f'ding_lite:{main.exp_name}')]
+    left = [a for a in ray.util.list_named_actors(all_namespaces=True)
+            if a['name'].startswith(f'ding_lite:{main.exp_name}')]
     return state, rows, log, lost, left
 
 
 def test_losing_the_evaluators_node_replaces_it_at_a_share_that_fits(cluster, tmp_path):
     state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'evaluator')
-    assert state['last_envstep'] >= 1000
+    assert state['last_envstep'] >= 700
     assert any(int(row[1]) > lost['envstep'] for row in rows), 'no evaluation after the evaluator node was lost'
     assert 'evaluator actor failed' in log and 'The actor died because its node has died' in log
     assert 'evaluator actor was not placed within' in log and 'lost nodes: ' in log  # the 2 CPUs left are taken
@@ -98,7 +99,7 @@ def test_losing_the_evaluators_node_replaces_it_at_a_share_that_fits(cluster, tm
 
 def test_losing_a_collectors_node_loses_no_more_than_its_requests_in_flight(cluster, tmp_path):
     state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'collector')
-    assert state['last_envstep'] >= 1000 and 'collector 1 actor failed' in log
+    assert state['last_envstep'] >= 700 and 'collector 1 actor failed' in log
     assert 'collector 1 actor was not placed within' in log
     assert 0 < state['run']['loop']['lost'] <= 2 * 4  # the dead actor's request and the unplaced one's (n_sample 4)
     assert any(int(row[1]) > lost['envstep'] for row in rows) and not left

@@ -46,6 +46,7 @@ def _stop(ray_dir: str) -> None:
         time.sleep(1.0)
 
 
+@pytest.mark.slow  # 22-29 s: a Ray head with its dashboard, then a job (run it with: pytest -m slow)
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc to stop its Ray')
 def test_ray_job_submit_runs_the_default_config(tmp_path):
     ray_dir = tempfile.mkdtemp(prefix='dl_job_')  # short: Ray's socket paths
@@ -64,7 +65,8 @@ def test_ray_job_submit_runs_the_default_config(tmp_path):
                              env=env, capture_output=True, text=True, timeout=300)
         output = job.stdout + job.stderr
         assert job.returncode == 0 and 'succeeded' in output, output
-        assert 'ray joined ' in open(tmp_path / 'run' / 'log' / 'parallel.txt').read() and '(from RAY_ADDRESS=' in output
+        assert 'ray joined ' in open(tmp_path / 'run' / 'log' / 'parallel.txt').read()
+        assert '(from RAY_ADDRESS=' in output
         assert load_file(str(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar'))['last_envstep'] >= 200
     finally:
         _stop(ray_dir)

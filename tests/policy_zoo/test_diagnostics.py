@@ -43,7 +43,8 @@ def test_learn_stats_are_per_critic_q_and_the_gradients_total_norms(cls):
     torch.testing.assert_close(stats['q_value_2'], q[1].mean())
     torch.testing.assert_close(stats['q_value'], q.mean())
     # the gradients of the step stay on the parameters until the next step clears them
-    torch.testing.assert_close(stats['grad_norm_critic'], torch_norm([p.grad for p in policy.model.critic.parameters()]))
+    critic_grads = [p.grad for p in policy.model.critic.parameters()]
+    torch.testing.assert_close(stats['grad_norm_critic'], torch_norm(critic_grads))
     torch.testing.assert_close(stats['grad_norm_actor'], torch_norm([p.grad for p in policy.model.actor.parameters()]))
     assert stats['grad_norm_critic'] > 0 and stats['grad_norm_actor'] > 0
     with torch.no_grad():
