@@ -147,7 +147,8 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     learner.call_hook('before_run')
     loop.envstep = max(loop.envstep, learner.last_envstep)
     driver = Driver(cfg, run, max_env_step)
-    fatal = (ActorFailure, ConnectionError, run.pool.ray_errors)  # between learn steps: a resume point first
+    # a lost actor past its restarts, a lost connection (between learn steps): a resume point first
+    fatal = (ActorFailure, ConnectionError, import_ray().exceptions.RayError)
     with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar, \
             resume_point_on(learner, fatal, cfg):
         for slot in run.pool.collectors:

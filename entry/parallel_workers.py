@@ -78,7 +78,7 @@ class CollectorWorker:
             samples = collect_batch(self._collector, n_sample)
         batch = {path: value.numpy() for path, value in flatten_batch(samples).items()}
         return {'batch': batch, 'count': batch_len(samples), 'episodes': self._collector.pop_episodes(),
-                'entropy': None if warmup else self._collector.pop_entropy(),
+                'entropy': self._collector.pop_entropy(),  # None after a warm-up (no policy forwards)
                 'env_restarts': self._collector.env_restarts - restarts, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:
@@ -145,7 +145,6 @@ class ActorPool:
         self.collectors = [Slot('collector', i) for i in range(self._par.collector_num)]
         self.evaluator = Slot('evaluator', self._par.collector_num)
         self._weights_ref, self._weights_iter = None, -1
-        self.ray_errors = ray.exceptions.RayError  # what a lost actor or connection raises
         # a normaliser's statistics change with every batch received, learn step or not: they date a broadcast too
         self._weights_envstep, self._normalised = -1, hasattr(run.policy.model, 'obs_norm')
 

@@ -192,10 +192,16 @@ class SACPolicy(Policy):
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
         """``(td, q, target_q)``: soft Bellman error of every critic against the clipped double-Q target."""
-        with torch.no_grad():
-            target_q = batch.reward + self._gamma * (1 - batch.done) * self._soft_target_v(batch.next_obs)
+        target_q = self._td_target(batch)
         q = self._q_pred(batch)
         return q - target_q, q, target_q
+
+    @torch.no_grad()
+    def _td_target(self, batch: Batch) -> Tensor:
+        """``r + gamma (1 - done) _soft_target_v(s')``: ``[B]``, or ``[B, K]`` where the soft value has K atoms."""
+        v = self._soft_target_v(batch.next_obs)
+        reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
+        return reward + self._gamma * (1 - done) * v
 
     def _q_pred(self, batch: Batch) -> Tensor:
         return self._critic(batch.obs, batch.action)

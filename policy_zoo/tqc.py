@@ -53,9 +53,7 @@ class TQCPolicy(SACPolicy):
         return pooled[:, :self._keep] - self._alpha.value * log_prob.unsqueeze(-1)      # [B, K]
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        with torch.no_grad():
-            target = batch.reward.unsqueeze(-1) + self._gamma * (1 - batch.done).unsqueeze(-1) \
-                * self._soft_target_v(batch.next_obs)                                   # [B, K]
+        target = self._td_target(batch)                                                 # [B, K]
         quantiles = self._q_pred(batch)                                                 # [E, B, M]
         loss = quantile_huber(quantiles, target, self._tau).mean((0, 2, 3))             # [B]
         q, target_q = quantiles.mean(-1), target.mean(-1)

@@ -89,6 +89,19 @@ def first_envstep_reaching(csv_path, stop_value: float) -> int | None:
     return reached[0] if reached else None
 
 
+def small_variant_steps_to(config: str, exp_dir, stop_value: float, max_env_step: int) -> int | None:
+    """A SAC-family variant's short learning test: ``dizoo_configs/<config>.py`` at hidden 64 / batch 64 on one
+    thread (the sizes its test thresholds were measured at), seed 0, up to ``max_env_step``; the env step of its
+    first evaluation reaching ``stop_value`` (None if none did)."""
+    from entry import serial_pipeline
+    main, create = zoo_config(config, exp_dir)
+    main.policy.model.update(actor_head_hidden_size=64, critic_head_hidden_size=64)
+    main.policy.learn.batch_size = 64
+    main.policy.learn.learner = dict(num_threads=1)  # one thread is faster at these sizes
+    serial_pipeline((main, create), seed=0, max_env_step=max_env_step)
+    return first_envstep_reaching(os.path.join(str(exp_dir), 'log', 'evaluator.csv'), stop_value)
+
+
 @pytest.fixture(scope='session')
 def pendulum_expert(tmp_path_factory):
     """The zoo Pendulum SAC config trained on seed 0 (to -250), and 10,000 demonstrations from its best checkpoint.

@@ -10,9 +10,8 @@ import policy_zoo.sac as sac
 import policy_zoo.sac_v1 as sac_v1
 from ding_lite.config import compile_config
 from ding_lite.data import default_collate
-from entry import serial_pipeline
 from policy_zoo import SACv1Policy
-from tests.conftest import first_envstep_reaching, zoo_config
+from tests.conftest import small_variant_steps_to
 
 Q = torch.tensor([[5.0, 6.0], [7.0, 8.0]])  # 2 critics x 2 samples
 
@@ -65,10 +64,5 @@ def test_polyak_moves_only_v_bar_and_the_temperature_stays():
 def test_sac_v1_reaches_minus_250_on_pendulum(tmp_path):
     """At hidden 64 and batch 64 (half the zoo config's sizes, for a short test) seeds 0-4 reached -250 at
     5.5k / 4.5k / 6.0k / 5.0k / 4.5k env steps (evaluations every 500)."""
-    main, create = zoo_config('pendulum_sac_v1_config', tmp_path / 'v1')
-    main.policy.model.update(actor_head_hidden_size=64, critic_head_hidden_size=64)
-    main.policy.learn.batch_size = 64
-    main.policy.learn.learner = dict(num_threads=1)  # as measured; one thread is faster at these sizes
-    serial_pipeline((main, create), seed=0, max_env_step=12_000)  # the issue's goal; over twice the seeds' median
-    steps = first_envstep_reaching(tmp_path / 'v1' / 'log' / 'evaluator.csv', -250)
+    steps = small_variant_steps_to('pendulum_sac_v1_config', tmp_path / 'v1', -250, 12_000)  # the issue's goal
     assert steps is not None and steps <= 12_000

@@ -7,9 +7,8 @@ import torch
 import policy_zoo.tqc as tqc
 from ding_lite.config import ConfigError, compile_config
 from ding_lite.data import default_collate
-from entry import serial_pipeline
 from policy_zoo import TQCPolicy
-from tests.conftest import first_envstep_reaching, zoo_config
+from tests.conftest import small_variant_steps_to
 
 ATOMS = torch.tensor([[0.0, 100.0, 101.0], [1.0, 2.0, 3.0]])  # 2 critics x 3 quantiles
 
@@ -70,12 +69,7 @@ def test_a_learn_step_and_bad_settings():
 def test_tqc_reaches_minus_250_on_pendulum(tmp_path):
     """At hidden 64 and batch 64 (half the zoo config's sizes, for a short test) seeds 0-4 reached -250 at
     5.5k / 4.0k / 4.5k / 5.5k / 4.5k env steps (evaluations every 500)."""
-    main, create = zoo_config('pendulum_tqc_config', tmp_path / 'tqc')
-    main.policy.model.update(actor_head_hidden_size=64, critic_head_hidden_size=64)
-    main.policy.learn.batch_size = 64
-    main.policy.learn.learner = dict(num_threads=1)  # as measured; one thread is faster at these sizes
-    serial_pipeline((main, create), seed=0, max_env_step=THRESHOLD)
-    steps = first_envstep_reaching(tmp_path / 'tqc' / 'log' / 'evaluator.csv', -250)
+    steps = small_variant_steps_to('pendulum_tqc_config', tmp_path / 'tqc', -250, THRESHOLD)
     assert steps is not None and steps <= THRESHOLD
 
 
