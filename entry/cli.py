@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('-c', '--config', required=True, help='config file (.py with main_config/create_config)')
     parser.add_argument('-s', '--seed', type=int, default=None,
                         help="random seed (default: the config's own seed, as a saved total_config.py records, else 0)")
+    parser.add_argument('--seeds', default=None, metavar='SEEDS',
+                        help="serial / serial_sqil: train these seeds in one run, each in its own <exp_name>_seed<N>/ "
+                             "folder: a range (0-4), a list (0,3,7) or both (0-2,9)")
     parser.add_argument('--exp-name', default=None,
                         help="the run's folder instead of the config's exp_name (whose _seed<K> ending follows -s)")
     parser.add_argument('--max-env-step', type=_positive_int, default=int(1e10), help='stop after N env steps')
@@ -141,6 +144,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('-m serial_sqil needs exactly one of --expert-data-path and --expert-config')
     if (args.episodes or args.replay_path) and args.mode != 'eval':
         parser.error(f'--episodes and --replay-path are for -m eval, not -m {args.mode}')
+    if args.seeds is not None:
+        if args.mode not in ('serial', 'serial_sqil'):
+            parser.error(f"--seeds trains many seeds in one run with -m serial or serial_sqil; -m {args.mode} takes "
+                         f"one seed (-s N)" + (' per run: the parallel pipeline is single-seed'
+                                              if args.mode == 'parallel' else ''))
+        if args.seed is not None:
+            parser.error('give either -s/--seed (one run) or --seeds (many), not both')
+        from .serial_seeds import parse_seeds
+        try:
+            args.seed = parse_seeds(args.seeds)
+        except ValueError as error:
+            parser.error(f"--seeds: {error}")
     if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
         parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
     return _guarded(_run, args)

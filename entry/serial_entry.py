@@ -19,14 +19,18 @@ from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
 from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, start_tracker, \
     starting, summarise
+from .serial_seeds import train_seeds
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, random_collect, store
 
 
-def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
-                    model: nn.Module | None = None, max_train_iter: int = int(1e10),
+def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None = None,
+                    env_setting: list | None = None, model: nn.Module | None = None, max_train_iter: int = int(1e10),
                     max_env_step: int = int(1e10), resume: bool | str = False,
-                    overrides: dict[str, Any] | None = None) -> Policy:
+                    overrides: dict[str, Any] | None = None) -> Policy | list[Policy]:
     """Train the config's policy serially; returns the trained policy (DI-engine's signature).
+
+    ``seed`` a list (``[0, 1, 2, 3, 4]``) trains those seeds as one batched run, each in its own
+    ``<exp_name>_seed<N>/``, and returns their policies in seed order (``entry.serial_seeds``).
 
     ``input_cfg`` is a config file path or a ``(main_config, create_config)`` pair; ``env_setting`` an optional
     ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)`` replacing the registered env. With
@@ -36,6 +40,10 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | None = None, env_
     ``overrides`` (``{'policy.learn.batch_size': 512}``, the CLI's ``--set``) change the config's values, checked as
     the config file's are.
     """
+    if isinstance(seed, (list, tuple, range)):
+        return train_seeds(serial_pipeline, input_cfg, seed, env_setting=env_setting, model=model,
+                           max_train_iter=max_train_iter, max_env_step=max_env_step, resume=resume,
+                           overrides=overrides)
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)

@@ -14,24 +14,30 @@ from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy
 from .env_check import fit_model_to_env
+from .serial_seeds import train_seeds
 from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
 from .utils import build_envs, collect_batch, compile_input, compile_run, create_run_policy, expert_mode, \
     learner_threads
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
-                         seed: int | None = None, expert_data_path: str | None = None,
+                         seed: int | list[int] | None = None, expert_data_path: str | None = None,
                          env_setting: list | None = None, model: nn.Module | None = None,
                          expert_model: nn.Module | None = None, max_train_iter: int = int(1e10),
                          max_env_step: int = int(1e10), resume: bool | str = False,
-                         overrides: dict[str, Any] | None = None) -> Policy:
+                         overrides: dict[str, Any] | None = None) -> Policy | list[Policy]:
     """Train with SQIL batches; demonstrations come from ``expert_data_path`` (a ``collect_demo_data`` file,
     preferred) or from an expert policy acting greedily beside the agent (DI-engine's way: ``expert_cfg``, with
     the checkpoint at ``policy.collect.model_path`` of this config or of the expert config). ``resume`` as in
-    ``serial_pipeline``, and so are ``overrides``."""
+    ``serial_pipeline``, and so are ``overrides`` and a list of seeds (one policy per seed)."""
     if (expert_data_path is None) == (expert_cfg is None):
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
+    if isinstance(seed, (list, tuple, range)):
+        return train_seeds(serial_pipeline_sqil, input_cfg, seed, expert_cfg=expert_cfg,
+                           expert_data_path=expert_data_path, env_setting=env_setting, model=model,
+                           expert_model=expert_model, max_train_iter=max_train_iter, max_env_step=max_env_step,
+                           resume=resume, overrides=overrides)
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)

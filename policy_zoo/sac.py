@@ -43,6 +43,15 @@ def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
             param.requires_grad_(True)
 
 
+def _learn_stats(critic_loss: Tensor, policy_loss: Tensor, entropy: Tensor, td: Tensor, q: Tensor,
+                 target_q: Tensor) -> dict[str, Tensor]:
+    """The update's scalars of one seed, and ``priority``: |TD| per sample ``[B]``."""
+    q_mean = q.detach().mean(-1)                               # [E]: one value per critic
+    return {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
+            'q_value': q_mean.mean(), **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())},
+            'target_q_value': target_q.mean(), 'td_error': td.abs().mean(), 'priority': td.abs().mean(0)}
+
+
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
@@ -168,23 +177,34 @@ class SACPolicy(Policy):
         return self._update(self._preprocess_learn(data))    # collate once, move to device, add weight
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
-        """One SAC update on a preprocessed batch: critics, actor, alpha, target critics."""
-        critic_loss, td, q, target_q = self._critic_loss(batch)  # [E, B], [E, B], [B]
-        grad_norm_critic = _step(self._optimizer_q, critic_loss)
+        """One SAC update on a preprocessed batch: critics, actor, alpha, target critics.
+
+        What one seed computes goes through ``_seedwise`` and each optimizer step through ``_optimizer_step``: a
+        run of many seeds (``SeedAxis``) maps them over its leading seed axis; a single run calls them as they are.
+        """
+        critic_loss, td, q, target_q = self._seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
+        grad_norm_critic = self._optimizer_step(self._optimizer_q, critic_loss)
         with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
-            policy_loss, entropy, *actor_stats = self._actor_loss(batch.obs)
-        grad_norm_actor = _step(self._optimizer_policy, policy_loss)
-        q_mean = q.detach().mean(-1)                           # [E]: one value per critic
-        stats = {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
-                 'q_value': q_mean.mean(), **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())},
-                 'target_q_value': target_q.mean(), 'td_error': td.abs().mean(),
-                 'grad_norm_critic': grad_norm_critic, 'grad_norm_actor': grad_norm_actor,
-                 **(actor_stats[0] if actor_stats else {})}
+            policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, batch.obs)
+        grad_norm_actor = self._optimizer_step(self._optimizer_policy, policy_loss)
+        stats = self._seedwise(_learn_stats, critic_loss, policy_loss, entropy, td, q, target_q)
+        stats |= {'grad_norm_critic': grad_norm_critic, 'grad_norm_actor': grad_norm_actor,
+                  **(actor_stats[0] if actor_stats else {})}
         if self._alpha.learned:
             stats['alpha_loss'] = self._alpha.update(entropy)
         self._target_model.update(self._critic_params)
-        stats |= {'alpha': self._alpha.value, 'priority': td.abs().mean(0)}  # priority: |TD| per sample [B]
+        stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+
+    @staticmethod
+    def _seedwise(fn: Any, *args: Any) -> Any:
+        """``fn(*args)``: one seed's computation (``SeedAxis`` maps it over the seed axis)."""
+        return fn(*args)
+
+    @staticmethod
+    def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
+        """One step of ``optimizer`` on ``loss``; the gradients' total 2-norm (per seed under ``SeedAxis``)."""
+        return _step(optimizer, loss)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         td, q, target_q = self._critic_td(batch)

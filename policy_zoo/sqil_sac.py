@@ -28,8 +28,8 @@ class SQILSACPolicy(SACPolicy):
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         stats = super()._update(batch)
-        agent_td, expert_td = stats['priority'].chunk(2)
-        return stats | {'agent_td_error': agent_td.mean(), 'expert_td_error': expert_td.mean()}
+        agent_td, expert_td = stats['priority'].chunk(2, dim=-1)  # [B] ([S, B] with a seed axis)
+        return stats | {'agent_td_error': agent_td.mean(-1), 'expert_td_error': expert_td.mean(-1)}
 
     def _grad_cos(self, batch: Batch) -> Tensor:
         """Cosine between the critic gradients of the agent half and the demonstration half (DI-engine's monitor)."""

@@ -93,8 +93,9 @@ class Temperature(nn.Module):
         return (self.raw.exp() if self.log_space else self.raw).detach()
 
     def update(self, entropy: Tensor) -> Tensor:
-        """One step on ``raw * (entropy - target)``: alpha falls while entropy exceeds the target."""
-        gap = (entropy.detach() - self.target_entropy).mean()
+        """One step on ``raw * (entropy - target)``: alpha falls while entropy exceeds the target. ``entropy``
+        is ``[B]``, or ``[S, B]`` for a temperature per seed (``raw`` of shape ``[S]``)."""
+        gap = (entropy.detach() - self.target_entropy).mean(-1)
         loss = self.raw.detach() * gap
         self.raw.grad = gap.reshape(self.raw.shape)  # d loss / d raw, set directly: no autograd pass for a scalar
         self.optimizer.step()

@@ -52,8 +52,19 @@ def atomic_write_text(path: str, text: str) -> None:
 
 def save_file(path: str, obj: Any) -> None:
     """``torch.save`` to ``path`` atomically; ``obj`` must hold only tensors and plain containers (see
-    ``to_safe``), so that ``load_file`` can read it without unpickling code."""
-    _atomic(path, lambda f: torch.save(obj, f), 'wb')
+    ``to_safe``), so that ``load_file`` can read it without unpickling code. A tensor that views a larger storage
+    (one seed's slice of a many-seed run's stacked tensors) is written alone, not with the whole storage."""
+    _atomic(path, lambda f: torch.save(_own_storage(obj), f), 'wb')
+
+
+def _own_storage(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.clone() if obj.untyped_storage().nbytes() > obj.numel() * obj.element_size() else obj
+    if isinstance(obj, dict):
+        return {k: _own_storage(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, '_fields'):
+        return type(obj)(_own_storage(v) for v in obj)
+    return obj
 
 
 def load_file(path: str, what: str = 'checkpoint') -> Any:

@@ -1,0 +1,232 @@
+"""Many seeds in one run: each seed its own run (folder, envs, buffer, evaluations, stop), one update for all.
+
+The loop is the serial loop, stepped for every seed in turn, except the learn step: the seeds' batches go through
+one ``SeedAxis`` update. A seed that reaches its stop value (or its budget) is finished at once (its folder is
+final) and leaves the axis; the run ends when every seed has.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+import threading
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from easydict import EasyDict
+from torch import nn
+
+from ding_lite.config import ConfigError, read_config
+from ding_lite.worker.logger import build_logger
+from policy_zoo import Policy, get_policy_cls
+from policy_zoo.seed_axis import SeedAxis, why_not_vectorised
+from .run import PhaseTimer, RunProgress, graceful_interrupt, log_times, starting, summarise
+from .utils import collect_batch, compile_input, compile_run, learner_threads, random_collect, store
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``'0-4'`` -> ``[0, 1, 2, 3, 4]``, ``'0,3,7'`` -> ``[0, 3, 7]`` (ranges and lists mix: ``'0-2,9'``)."""
+    seeds: list[int] = []
+    for part in str(text).split(','):
+        match = re.fullmatch(r'\s*(\d+)\s*(?:-\s*(\d+)\s*)?', part)
+        if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
+            raise ValueError(f"seeds {text!r}: expected a range like 0-4, a list like 0,3,7, or both (0-2,9)")
+        low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+        seeds.extend(range(low, high + 1))
+    return check_seeds(seeds)
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """``seeds`` as a list of distinct non-negative ints, or a clear error."""
+    seeds = list(seeds)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of non-negative ints, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {seeds} repeat a seed: each seed is its own run")
+    return seeds
+
+
+def seed_input(input_cfg: str | tuple | list, seed: int) -> tuple[EasyDict, EasyDict]:
+    """The ``(main_config, create_config)`` of seed ``seed``: its ``exp_name`` ends in ``_seed<seed>``."""
+    main, create = read_config(input_cfg) if isinstance(input_cfg, str) else copy.deepcopy(tuple(input_cfg))
+    name = str(main.get('exp_name', 'default_experiment'))
+    main.exp_name = name if re.fullmatch(r'.*_seed\d+', name) else f"{name}_seed{seed}"
+    return main, create
+
+
+def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, seeds: Any,
+                **kwargs: Any) -> list[Policy]:
+    """``pipeline`` (``serial_pipeline`` or ``serial_pipeline_sqil``) over ``seeds``: one policy per seed, in seed
+    order. Seeds of a policy ``SeedAxis`` can stack train as one run; others run one after another."""
+    seeds = check_seeds(seeds)
+    from .serial_entry import serial_pipeline
+    reason = 'one seed' if len(seeds) == 1 else _why_sequential(pipeline is serial_pipeline, input_cfg, seeds, kwargs)
+    if reason is None:
+        return serial_pipeline_seeds(input_cfg, seeds, **kwargs)
+    if len(seeds) > 1:
+        build_logger(seed_input(input_cfg, seeds[0])[0].exp_name, 'summary', console=True).info(
+            f"seeds {seeds} run one after another, not as one batched run: {reason}")
+    return [pipeline(seed_input(input_cfg, seed), seed=seed, **kwargs) for seed in seeds]
+
+
+def _why_sequential(serial: bool, input_cfg: Any, seeds: list[int], kwargs: dict[str, Any]) -> str | None:
+    if not serial:
+        return 'serial_pipeline_sqil trains its seeds in turn'
+    cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False,
+                        overrides=kwargs.get('overrides'))
+    if cfg.policy.other.offline_buffer.path:
+        return 'policy.other.offline_buffer mixes demonstrations into each seed\'s batches'
+    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
+
+
+def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], env_setting: list | None = None,
+                          model: nn.Module | None = None, max_train_iter: int = int(1e10),
+                          max_env_step: int = int(1e10), resume: bool | str = False,
+                          overrides: dict[str, Any] | None = None) -> list[Policy]:
+    """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
+    would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
+    from .serial_entry import build_serial, learn_sampler
+    if resume not in (True, False):
+        raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
+    runs = []
+    with contextlib.ExitStack() as stack:
+        for seed in seeds:
+            cfg, resume_path = compile_run(seed_input(input_cfg, seed), seed, resume, overrides)
+            with starting(cfg, resume_path):
+                run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None)
+            stack.callback(lambda closables=run.closables: [c.close() for c in closables])
+            with starting(cfg, resume_path):
+                run.cfg, run.sample = cfg, learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
+                if resume_path:
+                    run.learner.resume(resume_path)
+            runs.append(run)
+        with learner_threads(runs[0].cfg):
+            _train(runs, max_train_iter, max_env_step)
+    return [run.policy for run in runs]
+
+
+def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) -> None:
+    """Every seed's warm-up, then rounds of {evaluate, collect, push} per seed and one stacked learn round."""
+    for run in runs:
+        run.learner.call_hook('before_run')
+        run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)
+        run.timer = PhaseTimer(run.collector.envstep, run.learner.train_iter)
+        run.max_train_iter = min(max_train_iter, run.cfg.policy.learn.learner.train_iterations)
+        run.logged = run.learner.train_iter
+    seeds = _Seeds(runs)
+    with graceful_interrupt() as interrupted:
+        for run in runs:
+            if run.cfg.policy.random_collect_size > 0 and run.learner.train_iter == 0 and \
+                    run.learner.last_resume_point is None:
+                with run.timer.phase('collect'):
+                    store(run.cfg, run, random_collect(run.collector, run.policy.collect_mode,
+                                                       run.cfg.policy.random_collect_size,
+                                                       run.collector_env.action_space, run.cfg.seed))
+        first = runs[0]
+        with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter) as bar:
+            for run in [r for r in runs if _finished(r, max_env_step)]:
+                seeds.finish(run, interrupted)
+            while seeds.active and not interrupted.is_set():
+                for run in list(seeds.active):
+                    if run.loop.updates_left == 0 and _collect_round(run, bar if run is first else None):
+                        seeds.finish(run, interrupted)
+                _learn_round(seeds, interrupted)
+                for run in list(seeds.active):
+                    _log_times(run)
+                    if _finished(run, max_env_step):
+                        seeds.finish(run, interrupted)
+                bar.update(first.collector.envstep - bar.n)
+        for run in list(seeds.active):
+            seeds.finish(run, interrupted)
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+def _finished(run: SimpleNamespace, max_env_step: int) -> bool:
+    return run.collector.envstep >= max_env_step or run.learner.train_iter >= run.max_train_iter
+
+
+def _collect_round(run: SimpleNamespace, bar: RunProgress | None) -> bool:
+    """Evaluate if due, then collect a round into the seed's buffer; True where the seed reached its stop value.
+    ``bar``: the progress bar this seed's evaluations show on."""
+    learner, collector, evaluator, cfg = run.learner, run.collector, run.evaluator, run.cfg
+    if evaluator.should_eval(learner.train_iter):
+        with run.timer.phase('eval'):
+            stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+        if bar is not None:
+            bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
+        if stop:
+            return True
+    with run.timer.phase('collect'):
+        store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+    run.loop.updates_left = cfg.policy.learn.update_per_collect
+    return False
+
+
+def _learn_round(seeds: _Seeds, interrupted: threading.Event) -> None:
+    """The seeds' learn steps of this round in lockstep (they collect alike); a seed whose buffer holds less than
+    a batch ends its round, as a single run's does."""
+    while not interrupted.is_set():
+        ready = [run for run in seeds.active if run.loop.updates_left > 0]
+        batches = []
+        for run in ready:
+            run.loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
+            batch_size = run.cfg.policy.learn.batch_size
+            batches.append(run.sample(batch_size) if run.buffer.count() >= batch_size else None)
+        for run, batch in zip(ready, batches):
+            if batch is None:
+                run.loop.updates_left = 0
+        ready, batches = [r for r, b in zip(ready, batches) if b is not None], [b for b in batches if b is not None]
+        if not ready:
+            return
+        with contextlib.ExitStack() as timing:  # every seed's learn time is the stacked step's
+            for run in ready:
+                timing.enter_context(run.timer.phase('learn'))
+            outputs = seeds.forward(ready, batches)
+            for run, batch, output in zip(ready, batches, outputs):
+                run.output = output
+                run.learner.train(batch, run.collector.envstep)
+
+
+def _log_times(run: SimpleNamespace) -> None:
+    log_freq = run.cfg.policy.learn.learner.hook.log_show_after_iter
+    if log_freq and run.learner.train_iter - run.logged >= log_freq:
+        run.logged = run.learner.train_iter
+        log_times(run.cfg, run.tb_logger, run.logged, run.timer.report(run.collector.envstep, run.logged),
+                  run.collector.envstep)
+
+
+class _Seeds:
+    """The seeds still training and the ``SeedAxis`` over them (none while one seed is left: it trains alone)."""
+
+    def __init__(self, runs: list[SimpleNamespace]) -> None:
+        self.active = list(runs)
+        self._own = {id(run): run.learner.policy.forward for run in runs}
+        self._axis: SeedAxis | None = None
+        self._restack()
+
+    def forward(self, runs: list[SimpleNamespace], batches: list[Any]) -> list[dict | None]:
+        """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it)."""
+        if self._axis is None:
+            return [None] * len(runs)
+        if len(runs) != len(self.active):
+            raise RuntimeError("the seeds of one run learn in lockstep; a seed fell behind")
+        return self._axis.forward(batches)
+
+    def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
+        """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""
+        self.active.remove(run)
+        self._restack()
+        learner = run.learner
+        learner.call_hook('after_run')
+        if interrupted.is_set() and not run.cfg.policy.learn.learner.hook.save_ckpt_after_run:
+            learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
+        summarise(run.cfg, learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
+
+    def _restack(self) -> None:
+        if self._axis is not None:
+            self._axis.release()
+        self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
+        for run in self.active:
+            run.learner.policy.forward = self._own[id(run)] if self._axis is None else \
+                (lambda data, run=run: run.output)

@@ -1,0 +1,186 @@
+"""Many seeds in one run: S policies' learn state stacked on a leading seed axis, one update for all of them.
+
+Each seed keeps its own policy object (its collect and eval modes, its checkpoints); after ``SeedAxis(policies)``
+their parameters, buffers and Adam states are views into ``[S, ...]`` tensors of one *lead* policy, whose update
+maps the seed's computation over the axis (``torch.func.vmap``) and steps stacked Adam (per-seed Adam: nothing
+reduces across seeds). A checkpoint of seed k is therefore seed k's state, as a single run writes it.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterator
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from ding_lite.data import Batch
+from ding_lite.model.wrappers import ModelWrapper
+from .base_policy import Policy
+from .sac import SACPolicy
+from .sqil_sac import SQILSACPolicy
+
+
+def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
+    """None where ``SeedAxis`` can run seeds of ``policy_cls`` under ``cfg`` (the policy config) as one update,
+    else the reason it cannot."""
+    if not issubclass(policy_cls, SACPolicy):
+        return f"{policy_cls.__name__} is not on SACPolicy's hooks"
+    own = [name for name in ('_update', '_seedwise', '_optimizer_step', '_forward_learn')
+           if getattr(policy_cls, name) not in (getattr(SACPolicy, name), getattr(SQILSACPolicy, name))]
+    if own:
+        return f"{policy_cls.__name__} defines its own {', '.join(own)}"
+    learn = cfg.learn
+    for key in ('compile', 'cuda_graph', 'monitor_cos'):
+        if learn.get(key):
+            return f"policy.learn.{key}=True"
+    if cfg.learn.learner.get('on_nonfinite') == 'skip':
+        return "policy.learn.learner.on_nonfinite='skip'"
+    return None
+
+
+class _Call(nn.Module):
+    """Holds the lead's modules so ``functional_call`` can swap in one seed's slice of their tensors."""
+
+    def __init__(self, modules: dict[str, nn.Module]) -> None:
+        super().__init__()
+        self.parts = nn.ModuleDict(modules)
+
+    def forward(self, fn: Any, args: tuple) -> Any:
+        return fn(*args)
+
+
+class SeedAxis:
+    """Policies of one class, one per seed, trained by one stacked update (``forward(batches)``)."""
+
+    def __init__(self, policies: list[Policy], randomness: str = 'different') -> None:
+        self.policies = list(policies)
+        first = self.policies[0]
+        reason = why_not_vectorised(type(first), first._cfg)
+        if reason is not None:
+            raise ValueError(f"these seeds cannot share one update: {reason}")
+        self.lead = type(first)(first._cfg, model=copy.deepcopy(first._model), enable_field=('learn',))
+        for policy in (self.lead, *self.policies):
+            _init_adam_states(policy)
+        self._stack()
+        self.lead._seedwise = self._seedwise
+        self.lead._optimizer_step = self._optimizer_step
+        self._call = _Call(dict(_modules(self.lead)))
+        self._state = {**dict(self._call.named_parameters()), **dict(self._call.named_buffers())}
+        self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
+
+    def __len__(self) -> int:
+        return len(self.policies)
+
+    def forward(self, batches: list[Batch | list[dict]]) -> list[dict[str, Tensor]]:
+        """One update of every seed, seed k on ``batches[k]``; seed k's outputs (as its ``learn_mode.forward``)."""
+        prepared = [policy._preprocess_learn(batch) for policy, batch in zip(self.policies, batches)]
+        output = self.lead._update(_stack(prepared))
+        return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
+
+    def release(self) -> None:
+        """Give every seed its own tensors again (the axis is unusable after): for a seed leaving the run."""
+        for policy in self.policies:
+            for tensor in _tensors(policy).values():
+                tensor.data = tensor.data.clone()
+            for state in _adam_states(policy).values():
+                state['step'] = state['step'].clone()
+
+    def _stack(self) -> None:
+        seeds = [_tensors(policy) for policy in self.policies]
+        for path, tensor in _tensors(self.lead).items():
+            stacked = torch.stack([seed[path].detach() for seed in seeds])
+            tensor.data = stacked
+            for k, seed in enumerate(seeds):
+                seed[path].data = stacked[k]
+        seeds = [_adam_states(policy) for policy in self.policies]
+        for path, state in _adam_states(self.lead).items():
+            steps = {float(seed[path]['step']) for seed in seeds}
+            if len(steps) > 1:
+                raise ValueError(f"the seeds' optimizers stand at different steps {sorted(steps)} ({path}); a run of "
+                                 f"many seeds steps them together")
+            state['step'].copy_(seeds[0][path]['step'])
+            for seed in seeds:  # one counter for all: the seeds step together
+                seed[path]['step'] = state['step']
+
+    def _seedwise(self, fn: Any, *args: Any) -> Any:
+        batches = [isinstance(arg, Fields) for arg in args]  # vmapped as plain dicts
+
+        def one(state: dict[str, Tensor], *seed_args: Any) -> Any:
+            seed_args = tuple(Fields(arg) if batch else arg for arg, batch in zip(seed_args, batches))
+            return functional_call(self._call, state, (fn, seed_args))
+        args = tuple(dict(arg) if batch else arg for arg, batch in zip(args, batches))
+        return vmap(one, randomness=self.randomness)(self._state, *args)
+
+    @staticmethod
+    def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
+        """Per-seed gradients from the summed loss, one step of the stacked optimizer; per-seed norms ``[S]``."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
+        norm = torch.stack([g.reshape(len(g), -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
+        optimizer.step()
+        return norm
+
+
+class Fields(dict):
+    """A learn batch's fields with attribute access (``batch.obs``), as the hooks read a ``Batch``."""
+
+    __getattr__ = dict.__getitem__
+
+
+def _stack(batches: list[Batch]) -> Fields:
+    return Fields({key: torch.stack([batch[key] for batch in batches]) for key in batches[0].keys()})
+
+
+def _modules(policy: Policy) -> Iterator[tuple[str, nn.Module]]:
+    """``(attribute, module)`` of each distinct module a policy holds (wrappers unwrapped)."""
+    seen = set()
+    for name, value in vars(policy).items():
+        module = value.unwrapped if isinstance(value, ModelWrapper) else value
+        if isinstance(module, nn.Module) and id(module) not in seen:
+            seen.add(id(module))
+            yield name.lstrip('_'), module
+
+
+def _optimizers(policy: Policy) -> Iterator[tuple[str, torch.optim.Optimizer]]:
+    for name, value in vars(policy).items():
+        if isinstance(value, torch.optim.Optimizer):
+            yield name, value
+    for name, module in _modules(policy):
+        for sub_name, sub in module.named_modules(prefix=name):
+            if isinstance(getattr(sub, 'optimizer', None), torch.optim.Optimizer):
+                yield f"{sub_name}.optimizer", sub.optimizer
+
+
+def _tensors(policy: Policy) -> dict[str, Tensor]:
+    """Every tensor of a policy's learn state by a path that names it alike in every policy of its class."""
+    tensors, seen = {}, set()
+    for name, module in _modules(policy):
+        for path, tensor in [*module.named_parameters(prefix=name), *module.named_buffers(prefix=name)]:
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                tensors[path] = tensor
+    for path, state in _adam_states(policy).items():
+        tensors |= {f"{path}/{key}": value for key, value in state.items() if key != 'step'}
+    return tensors
+
+
+def _adam_states(policy: Policy) -> dict[str, dict[str, Tensor]]:
+    return {f"{name}/{g}.{i}": optimizer.state[param] for name, optimizer in _optimizers(policy)
+            for g, group in enumerate(optimizer.param_groups) for i, param in enumerate(group['params'])}
+
+
+def _init_adam_states(policy: Policy) -> None:
+    """Create the Adam state a first step would (zero moments, step 0), so that seeds can share it as views."""
+    for name, optimizer in _optimizers(policy):
+        if type(optimizer).__name__ not in ('Adam', 'FusedAdam') or any(g['amsgrad'] for g in optimizer.param_groups):
+            raise ValueError(f"{name} is {type(optimizer).__name__}: a run of many seeds stacks Adam's state only")
+        for group in optimizer.param_groups:
+            on_device = group['fused'] or group['capturable']
+            for param in group['params']:
+                if not optimizer.state[param]:
+                    optimizer.state[param] = {
+                        'step': torch.zeros((), dtype=torch.float32, device=param.device if on_device else 'cpu'),
+                        'exp_avg': torch.zeros_like(param, memory_format=torch.preserve_format),
+                        'exp_avg_sq': torch.zeros_like(param, memory_format=torch.preserve_format)}

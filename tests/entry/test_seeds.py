@@ -1,0 +1,208 @@
+"""Many seeds in one run (issue 22): one stacked update, each seed still its own run."""
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from easydict import EasyDict
+
+from ding_lite.config import compile_config, read_config
+from ding_lite.data import default_collate
+from ding_lite.registry import ENV_REGISTRY, POLICY_REGISTRY
+from ding_lite.worker import load_checkpoint
+from entry import serial_pipeline
+from entry.serial_seeds import parse_seeds
+from envs import BaseEnv, BaseEnvTimestep
+from policy_zoo import SACPolicy, create_policy
+from policy_zoo.seed_axis import SeedAxis
+from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
+
+
+def test_parse_seeds():
+    assert parse_seeds('0-4') == [0, 1, 2, 3, 4]
+    assert parse_seeds('0,3,7') == [0, 3, 7]
+    assert parse_seeds('0-2,9') == [0, 1, 2, 9]
+    for bad in ('4-1', 'a', '', '1,1', '-3'):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def _policy_cfg(policy_type: str) -> EasyDict:
+    main = dict(exp_name='unused', policy=dict(
+        model=dict(obs_shape=3, action_shape=2, actor_head_hidden_size=16, critic_head_hidden_size=16),
+        learn=dict(batch_size=8)))
+    return compile_config(main, create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False).policy
+
+
+def _batch(discrete: bool, n: int = 8):
+    action = torch.randint(0, 2, (n,)) if discrete else torch.rand(n, 2) * 2 - 1
+    return default_collate([{'obs': torch.randn(3), 'action': action[i], 'reward': float(torch.randn(())),
+                             'next_obs': torch.randn(3), 'done': i % 4 == 0} for i in range(n)])
+
+
+def _learn_tensors(policy) -> dict[str, torch.Tensor]:
+    state = policy._state_dict_learn()
+    out = {f'model.{k}': v for k, v in state['model'].items()}
+    out |= {f'target.{k}': v for k, v in state['target_model'].items()}
+    for name in ('optimizer_q', 'optimizer_policy'):
+        for i, s in state[name]['state'].items():
+            out |= {f'{name}.{i}.{k}': v for k, v in s.items()}
+    return out | {'alpha': state['alpha']['raw']}
+
+
+@pytest.mark.parametrize('policy_type', ['sac', 'discrete_sac', 'tqc', 'sac_v1'])
+def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type):
+    """Seed k of a 3-seed update equals a single run of seed k over 100 updates from the same parameters and
+    batches (the noise drawn alike: randomness='same'); its Adam moments and temperature too, so nothing mixes
+    the seeds."""
+    singles, seeds = [], []
+    for k in range(3):
+        torch.manual_seed(k)
+        singles.append(create_policy(_policy_cfg(policy_type)))
+        seeds.append(create_policy(_policy_cfg(policy_type), model=copy.deepcopy(singles[-1].model)))
+    axis = SeedAxis(seeds, randomness='same')
+    discrete = policy_type == 'discrete_sac'
+    for step in range(100):
+        batches = [_batch(discrete) for _ in range(3)]
+        torch.manual_seed(1000 + step)
+        outputs = axis.forward(batches)
+        for k in range(3):
+            torch.manual_seed(1000 + step)
+            expected = singles[k]._forward_learn(batches[k])
+            if step in (0, 99):
+                assert expected.keys() == outputs[k].keys()
+                torch.testing.assert_close(outputs[k], expected, rtol=1e-4, atol=1e-5)
+    for k in range(3):
+        single, stacked = _learn_tensors(singles[k]), _learn_tensors(seeds[k])
+        assert single.keys() == stacked.keys()
+        for name in single:
+            torch.testing.assert_close(stacked[name], single[name], rtol=1e-4, atol=1e-5, msg=name)
+    first, second = _learn_tensors(seeds[0]), _learn_tensors(seeds[1])
+    weight = next(name for name in first if name.startswith('model.'))
+    assert not torch.equal(first[weight], second[weight])  # the seeds are distinct runs
+
+
+class SeedRewardEnv(BaseEnv):
+    """10-step episodes with reward 0, except on envs seeded 500 or more, which pay 1 a step from their third
+    episode on: a seed 500 run reaches its stop value (5) at its second evaluation, seeds below never."""
+
+    config = dict(collector_env_num=1, evaluator_env_num=1)
+
+    def __init__(self, cfg: dict) -> None:
+        self._seed, self._t, self._episodes = 0, 0, 0
+
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
+        self._seed = seed
+
+    def reset(self) -> np.ndarray:
+        self._t, self._episodes = 0, self._episodes + 1
+        return np.random.default_rng(self._seed).normal(size=3).astype(np.float32)
+
+    def step(self, action: np.ndarray) -> BaseEnvTimestep:
+        self._t += 1
+        reward = float(self._seed >= 500 and self._episodes >= 3)
+        done = self._t == 10
+        info = {'TimeLimit.truncated': done, **({'eval_episode_return': 10 * reward} if done else {})}
+        return BaseEnvTimestep(np.full(3, self._t / 10, np.float32), reward, done, info)
+
+    def close(self) -> None:
+        pass
+
+    observation_space = property(lambda self: gym.spaces.Box(-np.inf, np.inf, (3,), np.float32))
+    action_space = property(lambda self: gym.spaces.Box(-1.0, 1.0, (1,), np.float32))
+    reward_space = property(lambda self: gym.spaces.Box(-np.inf, np.inf, (1,), np.float32))
+
+
+def _seed_reward_config(tmp_path) -> tuple[EasyDict, EasyDict]:
+    ENV_REGISTRY.register('seed_reward', SeedRewardEnv, force_overwrite=True)
+    main = copy.deepcopy(TINY_PENDULUM)
+    main.update(exp_name=str(tmp_path / 'run'), env=dict(n_evaluator_episode=1, stop_value=5))
+    main['policy']['random_collect_size'] = 20
+    main['policy']['learn']['batch_size'] = 8
+    main['policy']['eval']['evaluator']['eval_freq'] = 5
+    return EasyDict(main), EasyDict(TINY_CREATE, env=dict(type='seed_reward'))
+
+
+def _params(policy) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in policy.model.state_dict().items()}
+
+
+def test_each_seed_is_its_own_run_and_stops_on_its_own(tmp_path):
+    """Seeds 0, 1 and 500 in one run: seed 500 stops at its stop value and is final from then on (its last
+    checkpoint is its best one, and nothing moved after it), while 0 and 1 train on, stacked, to the budget. Each
+    folder holds a single run's files, its total_config.py naming its own seed."""
+    policies = serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=160)
+    assert [p.model is not None for p in policies] == [True] * 3 and len({id(p) for p in policies}) == 3
+    folders = {seed: tmp_path / f'run_seed{seed}' for seed in (0, 1, 500)}
+    for seed, folder in folders.items():
+        main, _ = read_config(str(folder / 'total_config.py'))
+        assert main.seed == seed and main.exp_name == str(folder)
+        assert (folder / 'log' / 'evaluator.csv').is_file() and (folder / 'ckpt' / 'ckpt_best.pth.tar').is_file()
+    stopped = load_checkpoint(str(folders[500] / 'ckpt' / 'ckpt_last.pth.tar'))
+    best = load_checkpoint(str(folders[500] / 'ckpt' / 'ckpt_best.pth.tar'))
+    assert 0 < stopped['last_iter'] == best['last_iter']  # it learned, then stopped at the evaluation that hit 5
+    for name, value in _params(policies[2]).items():
+        assert torch.equal(value, best['model'][name]), name
+    for seed in (0, 1):
+        last = load_checkpoint(str(folders[seed] / 'ckpt' / 'ckpt_last.pth.tar'))
+        assert last['last_envstep'] >= 160 and last['last_iter'] > stopped['last_iter']
+        for name, value in _params(policies[seed]).items():
+            assert torch.equal(value, last['model'][name]), name
+    assert not torch.equal(*[_params(p)['actor.0.0.weight'] for p in policies[:2]])
+
+
+def test_one_seed_in_a_list_is_the_single_run(tmp_path):
+    """``seed=[3]`` takes the single run's path: the same parameters, bitwise, in ``<exp_name>_seed3``."""
+    main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+    main.exp_name = str(tmp_path / 'single')
+    single = serial_pipeline((main, create), seed=3, max_env_step=80)
+    main.exp_name = str(tmp_path / 'listed')
+    [listed] = serial_pipeline((copy.deepcopy(main), create), seed=[3], max_env_step=80)
+    assert (tmp_path / 'listed_seed3' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    for name, value in _params(single).items():
+        assert torch.equal(value, _params(listed)[name]), name
+
+
+@POLICY_REGISTRY.register('own_update_sac', force_overwrite=True)
+class OwnUpdateSAC(SACPolicy):
+    """A user's policy with its own update: its seeds cannot share one."""
+
+    def _update(self, batch):
+        return super()._update(batch)
+
+
+def test_a_policy_with_its_own_update_runs_its_seeds_in_turn(tmp_path):
+    main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+    main.exp_name = str(tmp_path / 'own')
+    create.policy.type = 'own_update_sac'
+    policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=60)
+    assert len(policies) == 2 and all(isinstance(p, OwnUpdateSAC) for p in policies)
+    summary = (tmp_path / 'own_seed0' / 'log' / 'summary.txt').read_text()
+    assert 'seeds [0, 1] run one after another' in summary and 'defines its own _update' in summary
+    assert (tmp_path / 'own_seed1' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+
+
+def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'entry.cli', *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, 'PYTHONPATH': ROOT}, timeout=300)
+
+
+def test_cli_seeds_train_each_folder_and_its_checkpoint_evaluates_alone(tmp_path):
+    config = tmp_path / 'tiny_config.py'
+    config.write_text(f"from easydict import EasyDict\nmain_config = EasyDict({TINY_PENDULUM!r})\n"
+                      f"create_config = EasyDict({TINY_CREATE!r})\n")
+    done = _cli('-m', 'serial', '-c', str(config), '--seeds', '0,2', '--max-env-step', '60', cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for seed in (0, 2):
+        assert (tmp_path / f'tiny_seed{seed}' / 'ckpt' / 'ckpt_best.pth.tar').is_file()
+    evaluated = _cli('-m', 'eval', '-c', str(tmp_path / 'tiny_seed2' / 'total_config.py'), '--load-path',
+                     str(tmp_path / 'tiny_seed2' / 'ckpt' / 'ckpt_best.pth.tar'), cwd=tmp_path)
+    assert evaluated.returncode == 0 and 'return mean' in evaluated.stdout, evaluated.stderr[-2000:]
+    refused = _cli('-m', 'parallel', '-c', str(config), '--seeds', '0-4', cwd=tmp_path)
+    assert refused.returncode == 2 and 'the parallel pipeline is single-seed' in refused.stderr
