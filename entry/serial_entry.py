@@ -41,7 +41,9 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None 
     the config file's are.
     """
     if isinstance(seed, (list, tuple, range)):
-        return train_seeds(serial_pipeline, input_cfg, seed, env_setting=env_setting, model=model,
+        def setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
+            return learn_sampler(cfg, run.buffer, run.collector_env.env_ref), None
+        return train_seeds(serial_pipeline, input_cfg, seed, setup, env_setting=env_setting, model=model,
                            max_train_iter=max_train_iter, max_env_step=max_env_step, resume=resume,
                            overrides=overrides)
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)

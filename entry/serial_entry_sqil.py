@@ -34,7 +34,9 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
         raise ValueError("serial_pipeline_sqil needs exactly one of expert_data_path (a demonstration file) "
                          "and expert_cfg (an expert policy collecting online)")
     if isinstance(seed, (list, tuple, range)):
-        return train_seeds(serial_pipeline_sqil, input_cfg, seed, expert_cfg=expert_cfg,
+        def setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
+            return sqil_setup(cfg, run, resume_path, expert_cfg, expert_data_path, expert_model)
+        return train_seeds(serial_pipeline_sqil, input_cfg, seed, setup, expert_cfg=expert_cfg,
                            expert_data_path=expert_data_path, env_setting=env_setting, model=model,
                            expert_model=expert_model, max_train_iter=max_train_iter, max_env_step=max_env_step,
                            resume=resume, overrides=overrides)
@@ -43,20 +45,28 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
-            if expert_data_path is not None:
-                demos = load_demo_buffer(cfg, run.buffer, run.collector_env.env_ref, expert_data_path)
-                after_collect = None
-                if cfg.policy.get('expert_random_collect_size'):
-                    warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
-                                  ConfigWarning, stacklevel=2)
-            else:
-                demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run, resume_path)
-            sample = mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0))
+            sample, after_collect = sqil_setup(cfg, run, resume_path, expert_cfg, expert_data_path, expert_model)
             if resume_path:
                 run.learner.resume(resume_path)
         with learner_threads(cfg):
             train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
+
+
+def sqil_setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None, expert_cfg: str | tuple | list | None,
+               expert_data_path: str | None, expert_model: nn.Module | None = None,
+               ) -> tuple[Callable[[int], Any], Callable[[], None] | None]:
+    """``(sample, after_collect)`` of a SQIL run: batches half agent data (reward 0), half demonstrations (reward
+    1), from the file ``expert_data_path`` or from an expert collecting beside the agent after each collect."""
+    if expert_data_path is not None:
+        demos = load_demo_buffer(cfg, run.buffer, run.collector_env.env_ref, expert_data_path)
+        after_collect = None
+        if cfg.policy.get('expert_random_collect_size'):
+            warnings.warn('policy.expert_random_collect_size is ignored: the demonstrations come from a file',
+                          ConfigWarning, stacklevel=3)
+    else:
+        demos, after_collect = _online_expert(cfg, expert_cfg, expert_model, run, resume_path)
+    return mixed_sampler([(run.buffer, 0.5), (demos, 0.5)], rewards=(0.0, 1.0)), after_collect
 
 
 def _online_expert(cfg: EasyDict, expert_cfg: str | tuple | list, model: nn.Module | None,

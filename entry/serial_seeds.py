@@ -54,38 +54,38 @@ def seed_input(input_cfg: str | tuple | list, seed: int) -> tuple[EasyDict, Easy
     return main, create
 
 
-def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, seeds: Any,
+Setup = Callable[..., tuple]  # (cfg, run, resume_path) -> (sample, after_collect or None)
+
+
+def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, seeds: Any, setup: Setup,
                 **kwargs: Any) -> list[Policy]:
-    """``pipeline`` (``serial_pipeline`` or ``serial_pipeline_sqil``) over ``seeds``: one policy per seed, in seed
-    order. Seeds of a policy ``SeedAxis`` can stack train as one run; others run one after another."""
+    """``pipeline`` (``serial_pipeline`` or ``serial_pipeline_sqil``, with its keyword arguments) over ``seeds``: one
+    policy per seed, in seed order. Seeds of a policy ``SeedAxis`` can stack train as one run, each prepared by
+    ``setup(cfg, run, resume_path) -> (sample, after_collect)``; others run one after another."""
     seeds = check_seeds(seeds)
-    from .serial_entry import serial_pipeline
-    reason = 'one seed' if len(seeds) == 1 else _why_sequential(pipeline is serial_pipeline, input_cfg, seeds, kwargs)
+    reason = 'one seed' if len(seeds) == 1 else _why_sequential(input_cfg, seeds, kwargs.get('overrides'))
     if reason is None:
-        return serial_pipeline_seeds(input_cfg, seeds, **kwargs)
+        names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
+        return serial_pipeline_seeds(input_cfg, seeds, setup, **{k: v for k, v in kwargs.items() if k in names})
     if len(seeds) > 1:
         build_logger(seed_input(input_cfg, seeds[0])[0].exp_name, 'summary', console=True).info(
             f"seeds {seeds} run one after another, not as one batched run: {reason}")
     return [pipeline(seed_input(input_cfg, seed), seed=seed, **kwargs) for seed in seeds]
 
 
-def _why_sequential(serial: bool, input_cfg: Any, seeds: list[int], kwargs: dict[str, Any]) -> str | None:
-    if not serial:
-        return 'serial_pipeline_sqil trains its seeds in turn'
-    cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False,
-                        overrides=kwargs.get('overrides'))
-    if cfg.policy.other.offline_buffer.path:
-        return 'policy.other.offline_buffer mixes demonstrations into each seed\'s batches'
+def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:
+    cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
     return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
 
 
-def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], env_setting: list | None = None,
+def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup: Setup,
+                          env_setting: list | None = None,
                           model: nn.Module | None = None, max_train_iter: int = int(1e10),
                           max_env_step: int = int(1e10), resume: bool | str = False,
                           overrides: dict[str, Any] | None = None) -> list[Policy]:
     """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
     would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
-    from .serial_entry import build_serial, learn_sampler
+    from .serial_entry import build_serial
     if resume not in (True, False):
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
@@ -96,7 +96,8 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], env_s
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None)
             stack.callback(lambda closables=run.closables: [c.close() for c in closables])
             with starting(cfg, resume_path):
-                run.cfg, run.sample = cfg, learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
+                run.cfg = cfg
+                run.sample, run.after_collect = setup(cfg, run, resume_path)
                 if resume_path:
                     run.learner.resume(resume_path)
             runs.append(run)
@@ -124,8 +125,8 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
                                                        run.collector_env.action_space, run.cfg.seed))
         first = runs[0]
         with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter) as bar:
-            for run in [r for r in runs if _finished(r, max_env_step)]:
-                seeds.finish(run, interrupted)
+            for run in [r for r in runs if _finished(r, max_env_step) or _had_stopped(r)]:
+                seeds.finish(run, interrupted)  # a resumed run's seeds that had ended stay as they were
             while seeds.active and not interrupted.is_set():
                 for run in list(seeds.active):
                     if run.loop.updates_left == 0 and _collect_round(run, bar if run is first else None):
@@ -146,6 +147,12 @@ def _finished(run: SimpleNamespace, max_env_step: int) -> bool:
     return run.collector.envstep >= max_env_step or run.learner.train_iter >= run.max_train_iter
 
 
+def _had_stopped(run: SimpleNamespace) -> bool:
+    """A resumed seed whose last evaluation had reached its stop value: final, as it was."""
+    last = run.evaluator.last_info.get('return_mean')
+    return run.learner.last_resume_point is not None and last is not None and last >= run.evaluator.stop_value
+
+
 def _collect_round(run: SimpleNamespace, bar: RunProgress | None) -> bool:
     """Evaluate if due, then collect a round into the seed's buffer; True where the seed reached its stop value.
     ``bar``: the progress bar this seed's evaluations show on."""
@@ -159,6 +166,8 @@ def _collect_round(run: SimpleNamespace, bar: RunProgress | None) -> bool:
             return True
     with run.timer.phase('collect'):
         store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+        if run.after_collect is not None:
+            run.after_collect()
     run.loop.updates_left = cfg.policy.learn.update_per_collect
     return False
 
@@ -203,10 +212,12 @@ class _Seeds:
         self.active = list(runs)
         self._own = {id(run): run.learner.policy.forward for run in runs}
         self._axis: SeedAxis | None = None
-        self._restack()
+        self._stale = True  # stacked at the first update: seeds that ended before it never are
 
     def forward(self, runs: list[SimpleNamespace], batches: list[Any]) -> list[dict | None]:
         """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it)."""
+        if self._stale:
+            self._restack()
         if self._axis is None:
             return [None] * len(runs)
         if len(runs) != len(self.active):
@@ -216,7 +227,11 @@ class _Seeds:
     def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
         """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""
         self.active.remove(run)
-        self._restack()
+        run.learner.policy.forward = self._own[id(run)]
+        if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint
+            self._axis.release()
+            self._axis = None
+        self._stale = True
         learner = run.learner
         learner.call_hook('after_run')
         if interrupted.is_set() and not run.cfg.policy.learn.learner.hook.save_ckpt_after_run:
@@ -224,8 +239,7 @@ class _Seeds:
         summarise(run.cfg, learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
 
     def _restack(self) -> None:
-        if self._axis is not None:
-            self._axis.release()
+        self._stale = False
         self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
         for run in self.active:
             run.learner.policy.forward = self._own[id(run)] if self._axis is None else \

@@ -108,9 +108,10 @@ class SeedAxis:
 
         def one(state: dict[str, Tensor], *seed_args: Any) -> Any:
             seed_args = tuple(Fields(arg) if batch else arg for arg, batch in zip(seed_args, batches))
-            return functional_call(self._call, state, (fn, seed_args))
+            return functional_call(self._call, state, (fn, seed_args)) if state else fn(*seed_args)
         args = tuple(dict(arg) if batch else arg for arg, batch in zip(args, batches))
-        return vmap(one, randomness=self.randomness)(self._state, *args)
+        uses_modules = getattr(fn, '__self__', None) is self.lead  # a hook; a plain function of tensors needs none
+        return vmap(one, randomness=self.randomness)(self._state if uses_modules else {}, *args)
 
     @staticmethod
     def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:

@@ -206,3 +206,41 @@ def test_cli_seeds_train_each_folder_and_its_checkpoint_evaluates_alone(tmp_path
     assert evaluated.returncode == 0 and 'return mean' in evaluated.stdout, evaluated.stderr[-2000:]
     refused = _cli('-m', 'parallel', '-c', str(config), '--seeds', '0-4', cwd=tmp_path)
     assert refused.returncode == 2 and 'the parallel pipeline is single-seed' in refused.stderr
+
+
+def test_resume_continues_every_seed_and_a_stopped_seed_stays_final(tmp_path):
+    """``resume=True`` continues each seed's folder from its resume point; seed 500, which had stopped at its stop
+    value, is left as it was."""
+    serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=60)
+    folders = {seed: tmp_path / f'run_seed{seed}' for seed in (0, 1, 500)}
+    before = {seed: load_checkpoint(str(folder / 'ckpt' / 'ckpt_last.pth.tar')) for seed, folder in folders.items()}
+    policies = serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=100, resume=True)
+    assert not list(tmp_path.glob('run_seed*_*'))  # no new folders: each seed continued its own
+    for seed in (0, 1):
+        after = load_checkpoint(str(folders[seed] / 'ckpt' / 'ckpt_last.pth.tar'))
+        assert after['last_envstep'] >= 100 and after['last_iter'] > before[seed]['last_iter']
+    after = load_checkpoint(str(folders[500] / 'ckpt' / 'ckpt_last.pth.tar'))
+    assert after['last_iter'] == before[500]['last_iter']
+    for name, value in _params(policies[2]).items():
+        assert torch.equal(value, before[500]['model'][name]), name
+
+
+def test_sqil_and_demonstration_batches_stack_their_seeds(tmp_path):
+    """serial_pipeline_sqil takes a list of seeds as serial_pipeline does, and so does the hybrid offline buffer:
+    both train their seeds as one run (no 'one after another'), each seed's batches half demonstrations."""
+    from entry import serial_pipeline_sqil
+    from tests.conftest import synthetic_demo
+    demo = synthetic_demo(tmp_path / 'demo.pt')
+    main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+    main.exp_name, create.policy.type = str(tmp_path / 'sqil'), 'sqil_sac'
+    policies = serial_pipeline_sqil((main, create), seed=[0, 1], expert_data_path=demo, max_env_step=60)
+    assert len(policies) == 2
+    main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+    main.exp_name = str(tmp_path / 'hybrid')
+    main.policy.other.offline_buffer = dict(path=demo, ratio=0.5)
+    assert len(serial_pipeline((main, create), seed=[0, 1], max_env_step=60)) == 2
+    for run in ('sqil', 'hybrid'):
+        for seed in (0, 1):
+            assert 'critic_loss' in (tmp_path / f'{run}_seed{seed}' / 'log' / 'learner.txt').read_text()
+        assert 'one after another' not in (tmp_path / f'{run}_seed0' / 'log' / 'summary.txt').read_text()
+    assert 'expert_td_error' in (tmp_path / 'sqil_seed1' / 'log' / 'learner.txt').read_text()
