@@ -11,8 +11,9 @@ import copy
 import re
 import threading
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+import torch
 from easydict import EasyDict
 from torch import nn
 
@@ -94,6 +95,7 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
             cfg, resume_path = compile_run(seed_input(input_cfg, seed), seed, resume, overrides)
             with starting(cfg, resume_path):
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None)
+            run.rng = torch.get_rng_state()  # the seed's stream, where a single run's starts (after its set-up)
             stack.callback(lambda closables=run.closables: [c.close() for c in closables])
             with starting(cfg, resume_path):
                 run.cfg = cfg
@@ -119,7 +121,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
         for run in runs:
             if run.cfg.policy.random_collect_size > 0 and run.learner.train_iter == 0 and \
                     run.learner.last_resume_point is None:
-                with run.timer.phase('collect'):
+                with run.timer.phase('collect'), _stream(run):
                     store(run.cfg, run, random_collect(run.collector, run.policy.collect_mode,
                                                        run.cfg.policy.random_collect_size,
                                                        run.collector_env.action_space, run.cfg.seed))
@@ -129,8 +131,11 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
                 seeds.finish(run, interrupted)  # a resumed run's seeds that had ended stay as they were
             while seeds.active and not interrupted.is_set():
                 for run in list(seeds.active):
-                    if run.loop.updates_left == 0 and _collect_round(run, bar if run is first else None):
-                        seeds.finish(run, interrupted)
+                    if run.loop.updates_left == 0:
+                        with _stream(run):
+                            stop = _collect_round(run, bar if run is first else None)
+                        if stop:
+                            seeds.finish(run, interrupted)
                 _learn_round(seeds, interrupted)
                 for run in list(seeds.active):
                     _log_times(run)
@@ -141,6 +146,19 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
             seeds.finish(run, interrupted)
     if interrupted.is_set():
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stream(run: SimpleNamespace) -> Iterator[None]:
+    """torch's generator on the seed's own stream while the seed collects: its actions' noise is drawn as if it
+    ran alone, whatever the other seeds draw (the stacked update draws for all seeds from the run's stream)."""
+    shared = torch.get_rng_state()
+    torch.set_rng_state(run.rng)
+    try:
+        yield
+    finally:
+        run.rng = torch.get_rng_state()
+        torch.set_rng_state(shared)
 
 
 def _finished(run: SimpleNamespace, max_env_step: int) -> bool:

@@ -7,12 +7,13 @@ reduces across seeds). A checkpoint of seed k is therefore seed k's state, as a 
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any, Iterator
 
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, vmap
+from torch.func import vmap
 
 from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
@@ -39,15 +40,31 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
     return None
 
 
-class _Call(nn.Module):
-    """Holds the lead's modules so ``functional_call`` can swap in one seed's slice of their tensors."""
+class _Slots:
+    """Where each stacked tensor of the lead's modules sits (``module._parameters`` or ``_buffers``, by name), so
+    that one seed's slices can stand in for them during a call (what ``functional_call`` does, without its
+    per-call walk over the modules)."""
 
-    def __init__(self, modules: dict[str, nn.Module]) -> None:
-        super().__init__()
-        self.parts = nn.ModuleDict(modules)
+    def __init__(self, modules: list[nn.Module]) -> None:
+        self.slots, seen = [], set()
+        for module in modules:
+            for sub in module.modules():
+                for kind in ('_parameters', '_buffers'):
+                    for name, tensor in getattr(sub, kind).items():
+                        if tensor is not None and id(tensor) not in seen:
+                            seen.add(id(tensor))
+                            self.slots.append((getattr(sub, kind), name, tensor))
+        self.tensors = [tensor for _, _, tensor in self.slots]
 
-    def forward(self, fn: Any, args: tuple) -> Any:
-        return fn(*args)
+    @contextlib.contextmanager
+    def holding(self, values: list[Tensor]) -> Iterator[None]:
+        for (table, name, _), value in zip(self.slots, values):
+            table[name] = value
+        try:
+            yield
+        finally:
+            for table, name, tensor in self.slots:
+                table[name] = tensor
 
 
 class SeedAxis:
@@ -65,8 +82,7 @@ class SeedAxis:
         self._stack()
         self.lead._seedwise = self._seedwise
         self.lead._optimizer_step = self._optimizer_step
-        self._call = _Call(dict(_modules(self.lead)))
-        self._state = {**dict(self._call.named_parameters()), **dict(self._call.named_buffers())}
+        self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
 
     def __len__(self) -> int:
@@ -106,12 +122,13 @@ class SeedAxis:
     def _seedwise(self, fn: Any, *args: Any) -> Any:
         batches = [isinstance(arg, Fields) for arg in args]  # vmapped as plain dicts
 
-        def one(state: dict[str, Tensor], *seed_args: Any) -> Any:
+        def one(state: list[Tensor], *seed_args: Any) -> Any:
             seed_args = tuple(Fields(arg) if batch else arg for arg, batch in zip(seed_args, batches))
-            return functional_call(self._call, state, (fn, seed_args)) if state else fn(*seed_args)
+            with self._slots.holding(state):
+                return fn(*seed_args)
         args = tuple(dict(arg) if batch else arg for arg, batch in zip(args, batches))
         uses_modules = getattr(fn, '__self__', None) is self.lead  # a hook; a plain function of tensors needs none
-        return vmap(one, randomness=self.randomness)(self._state if uses_modules else {}, *args)
+        return vmap(one, randomness=self.randomness)(self._slots.tensors if uses_modules else [], *args)
 
     @staticmethod
     def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:

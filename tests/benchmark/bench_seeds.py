@@ -1,0 +1,148 @@
+"""Many seeds in one run against the same seeds one at a time and as processes side by side.
+
+Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updates 300]``.
+
+1. Pendulum zoo config, each seed to -250 (or 60k env steps), three ways per round, interleaved: one batched run
+   (``--seeds``), the seeds one after another in one process, and one process per seed at once. Each way runs in a
+   fresh subprocess: wall time and peak RSS (summed over the processes side by side).
+2. The learn step alone at HalfCheetah's sizes (hidden 256, batch 256, obs 17, action 6), S seeds stacked against
+   one seed, ``--updates`` each, interleaved: updates/s per seed. The bare baseline is the single seed's step.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Iterator
+
+STOP, MAX_ENV_STEP = -250.0, 60_000
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _pendulum(seeds: list[int], tmp: str) -> dict[str, float]:
+    from ding_lite.config import read_config
+    from entry import serial_pipeline
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py'))
+    main.exp_name = os.path.join(tmp, 'pendulum_sac_seed0')
+    start = time.perf_counter()
+    serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=MAX_ENV_STEP)
+    wall = time.perf_counter() - start
+    steps = {}
+    for seed in seeds:
+        rows = list(csv.DictReader(open(os.path.join(tmp, f'pendulum_sac_seed{seed}', 'log', 'evaluator.csv'))))
+        steps[seed] = next((int(r['envstep']) for r in rows if float(r['return_mean']) >= STOP), None)
+    return {'wall_s': wall, 'env_steps': steps}
+
+
+def _child(mode: str, seeds: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        if mode == 'batched':
+            result = _pendulum(seeds, tmp)
+        else:  # 'sequential'
+            start, steps = time.perf_counter(), {}
+            for seed in seeds:
+                steps |= _pendulum([seed], tmp)['env_steps']
+            result = {'wall_s': time.perf_counter() - start, 'env_steps': steps}
+    result['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+    print(json.dumps(result))
+
+
+def _spawn(mode: str, seeds: list[int], threads: int | None = None) -> subprocess.Popen:
+    env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
+    return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
+                             '--seeds', ','.join(map(str, seeds))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=ROOT, env=env)
+
+
+def _result(process: subprocess.Popen) -> dict:
+    out, _ = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"benchmark child failed ({process.returncode})")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
+    """``(way, result)`` of each way in turn. The processes side by side get a share of the cores each (torch's
+    default of every core per process oversubscribes them: five Pendulum runs on 2 cores crawled at 35 env
+    steps/s)."""
+    for mode in ('batched', 'sequential'):
+        yield mode, _result(_spawn(mode, seeds))
+    start = time.perf_counter()
+    threads = max(1, (os.cpu_count() or 1) // len(seeds))
+    parallel = [_spawn('batched', [seed], threads) for seed in seeds]  # one process per seed, all at once
+    outs = [_result(p) for p in parallel]
+    yield 'processes', {'wall_s': time.perf_counter() - start, 'peak_rss_gb': sum(o['peak_rss_gb'] for o in outs),
+                        'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
+
+
+def learn_step(n_seeds: int, updates: int, device: str = 'cpu') -> dict[str, float]:
+    """Updates/s per seed: ``n_seeds`` stacked against one, HalfCheetah's sizes, interleaved in blocks."""
+    import torch
+    from ding_lite.config import compile_config
+    from ding_lite.data import default_collate
+    from policy_zoo import create_policy
+    from policy_zoo.seed_axis import SeedAxis
+    main = dict(exp_name='unused', policy=dict(model=dict(obs_shape=17, action_shape=6, twin_critic=True,
+                                                          actor_head_hidden_size=256, critic_head_hidden_size=256),
+                                               learn=dict(batch_size=256), device=device))
+    cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy
+    batch = default_collate([{'obs': torch.randn(17), 'action': torch.rand(6) * 2 - 1, 'reward': 0.0,
+                              'next_obs': torch.randn(17), 'done': False} for _ in range(256)])
+    single = create_policy(cfg, enable_field=['learn'])
+    axis = SeedAxis([create_policy(cfg, enable_field=['learn']) for _ in range(n_seeds)])
+    times = {'single': 0.0, 'stacked': 0.0}
+    sync = torch.cuda.synchronize if device.startswith('cuda') else (lambda: None)
+    for _ in range(3):  # warm-up, then blocks of each, alternating
+        single._forward_learn(batch), axis.forward([batch] * n_seeds)
+    block = max(updates // 5, 1)
+    for _ in range(5):
+        for name, step in (('single', lambda: single._forward_learn(batch)),
+                           ('stacked', lambda: axis.forward([batch] * n_seeds))):
+            sync()
+            start = time.perf_counter()
+            for _ in range(block):
+                step()
+            sync()
+            times[name] += time.perf_counter() - start
+    per_seed = {'single': 5 * block / times['single'], 'stacked': 5 * block * n_seeds / times['stacked']}
+    return {'updates_per_s_per_seed_single': per_seed['single'],
+            'updates_per_s_per_seed_stacked': per_seed['stacked'],
+            'stacked_step_over_single': times['stacked'] / times['single']}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--seeds', default='0-4')
+    parser.add_argument('--rounds', type=int, default=1)
+    parser.add_argument('--updates', type=int, default=300)
+    parser.add_argument('--device', default='cpu', help="the learn step's device (cuda: where a GPU is)")
+    parser.add_argument('--skip-pendulum', action='store_true')
+    parser.add_argument('--child', default=None)
+    args = parser.parse_args()
+    from entry.serial_seeds import parse_seeds
+    seeds = parse_seeds(args.seeds)
+    if args.child:
+        _child(args.child, seeds)
+        return
+    step = learn_step(len(seeds), args.updates, args.device)
+    print(f"learn step, HalfCheetah sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
+          f"updates/s per seed vs {step['updates_per_s_per_seed_single']:.0f} alone; one stacked step = "
+          f"{step['stacked_step_over_single']:.2f}x one seed's", flush=True)
+    if args.skip_pendulum:
+        return
+    for round_ in range(args.rounds):
+        for mode, result in pendulum_round(seeds):
+            if mode == 'sequential':
+                result['one_seed_s'] = result['wall_s'] / len(seeds)
+            print(f"round {round_} {mode:<10} wall {result['wall_s']:6.1f} s, peak RSS {result['peak_rss_gb']:.2f} GB; "
+                  f"env steps to {STOP:.0f}: {result['env_steps']}", flush=True)
+
+
+if __name__ == '__main__':
+    main()
