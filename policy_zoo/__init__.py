@@ -7,6 +7,7 @@ from .discrete_sac import DiscreteSACPolicy
 from .sqil_sac import SQILSACPolicy
 from .tqc import TQCPolicy
 from .sac_v1 import SACv1Policy
+from .redq import DroQPolicy, REDQPolicy
 
-__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'create_policy',
-           'get_policy_cls']
+__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy', 'DroQPolicy',
+           'create_policy', 'get_policy_cls']

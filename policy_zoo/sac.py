@@ -43,13 +43,12 @@ def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
             param.requires_grad_(True)
 
 
-def _learn_stats(critic_loss: Tensor, policy_loss: Tensor, entropy: Tensor, td: Tensor, q: Tensor,
-                 target_q: Tensor) -> dict[str, Tensor]:
-    """The update's scalars of one seed, and ``priority``: |TD| per sample ``[B]``."""
+def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor) -> dict[str, Tensor]:
+    """The critics' scalars of one seed, and ``priority``: |TD| per sample ``[B]``."""
     q_mean = q.detach().mean(-1)                               # [E]: one value per critic
-    return {'critic_loss': critic_loss, 'policy_loss': policy_loss, 'entropy': entropy.mean(),
-            'q_value': q_mean.mean(), **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())},
-            'target_q_value': target_q.mean(), 'td_error': td.abs().mean(), 'priority': td.abs().mean(0)}
+    return {'critic_loss': critic_loss, 'q_value': q_mean.mean(),
+            **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())}, 'target_q_value': target_q.mean(),
+            'td_error': td.abs().mean(), 'priority': td.abs().mean(0)}
 
 
 @POLICY_REGISTRY.register('sac')
@@ -128,6 +127,8 @@ class SACPolicy(Policy):
     def _init_learn(self) -> None:
         learn = self._cfg.learn
         self._gamma = learn.discount_factor
+        self._policy_delay = learn.get('policy_delay', 1)    # critic steps per actor step (REDQ's, DroQ's G)
+        self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q)
         self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy)
@@ -184,17 +185,25 @@ class SACPolicy(Policy):
         """
         critic_loss, td, q, target_q = self._seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
         grad_norm_critic = self._optimizer_step(self._optimizer_q, critic_loss)
-        with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
-            policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, batch.obs)
-        grad_norm_actor = self._optimizer_step(self._optimizer_policy, policy_loss)
-        stats = self._seedwise(_learn_stats, critic_loss, policy_loss, entropy, td, q, target_q)
-        stats |= {'grad_norm_critic': grad_norm_critic, 'grad_norm_actor': grad_norm_actor,
-                  **(actor_stats[0] if actor_stats else {})}
-        if self._alpha.learned:
-            stats['alpha_loss'] = self._alpha.update(entropy)
+        if self._learn_steps % self._policy_delay == 0:  # else the last actor step's statistics are logged again
+            self._actor_stats = self._actor_step(batch.obs)
+        self._learn_steps += 1
+        stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q)
+        stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
         self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+
+    def _actor_step(self, obs: Tensor) -> dict[str, Tensor]:
+        """One step of the actor, then of alpha; their statistics."""
+        with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
+            policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, obs)
+        stats = {'policy_loss': policy_loss, 'entropy': entropy.mean(-1),  # [B] ([S, B] with a seed axis)
+                 'grad_norm_actor': self._optimizer_step(self._optimizer_policy, policy_loss),
+                 **(actor_stats[0] if actor_stats else {})}
+        if self._alpha.learned:
+            stats['alpha_loss'] = self._alpha.update(entropy)
+        return stats
 
     @staticmethod
     def _seedwise(fn: Any, *args: Any) -> Any:
@@ -260,7 +269,7 @@ class SACPolicy(Policy):
                 # copies: Optimizer.load_state_dict keeps same-device tensors, so a live state would be shared
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
-                'alpha': self._alpha.state_dict()}
+                'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
@@ -268,5 +277,6 @@ class SACPolicy(Policy):
         self._optimizer_q.load_state_dict(state['optimizer_q'])
         self._optimizer_policy.load_state_dict(state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
+        self._learn_steps = int(state.get('learn_steps', 0))
         if hasattr(self._update, 'reset'):  # a captured update still points at the replaced optimizer state
             self._update.reset()

@@ -80,6 +80,11 @@ class SeedAxis:
         for policy in (self.lead, *self.policies):
             _init_adam_states(policy)
         self._stack()
+        steps = {policy._learn_steps for policy in self.policies}
+        if len(steps) > 1:
+            raise ValueError(f"the seeds stand at different learn steps {sorted(steps)}; a run of many seeds steps "
+                             f"them together")
+        self.lead._learn_steps = steps.pop()
         self.lead._seedwise = self._seedwise
         self.lead._optimizer_step = self._optimizer_step
         self._slots = _Slots([module for _, module in _modules(self.lead)])
@@ -92,6 +97,8 @@ class SeedAxis:
         """One update of every seed, seed k on ``batches[k]``; seed k's outputs (as its ``learn_mode.forward``)."""
         prepared = [policy._preprocess_learn(batch) for policy, batch in zip(self.policies, batches)]
         output = self.lead._update(_stack(prepared))
+        for policy in self.policies:  # the update's counter, which the seeds' checkpoints hold
+            policy._learn_steps = self.lead._learn_steps
         return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
 
     def release(self) -> None:

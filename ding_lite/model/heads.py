@@ -5,6 +5,7 @@ import inspect
 import math
 
 import torch
+import torch.nn.functional as F
 from easydict import EasyDict
 from torch import Tensor, nn
 
@@ -52,12 +53,29 @@ class EnsembleLinear(nn.Module):
         return torch.baddbmm(self.bias, x, self.weight)
 
 
+class EnsembleLayerNorm(nn.Module):
+    """LayerNorm over the features of ``[E, B, H]`` with each member's own scale and shift."""
+
+    def __init__(self, ensemble_size: int, features: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(ensemble_size, 1, features))
+        self.bias = nn.Parameter(torch.zeros(ensemble_size, 1, features))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, x.shape[-1:], eps=self.eps) * self.weight + self.bias
+
+
 def ensemble_mlp(ensemble_size: int, in_size: int, hidden_size: int, layer_num: int, out_size: int,
-                 activation: str | nn.Module) -> nn.Sequential:
-    """``ensemble_size`` MLPs of identical shape evaluated together; output ``[E, B, out]``."""
-    layers: list[nn.Module] = [EnsembleLinear(ensemble_size, in_size, hidden_size), get_activation(activation)]
-    for _ in range(layer_num):
-        layers += [EnsembleLinear(ensemble_size, hidden_size, hidden_size), get_activation(activation)]
+                 activation: str | nn.Module, dropout: float = 0.0, layer_norm: bool = False) -> nn.Sequential:
+    """``ensemble_size`` MLPs of identical shape evaluated together; output ``[E, B, out]``. Each hidden block is
+    Linear, then Dropout (``dropout`` > 0), then LayerNorm (``layer_norm``), then the activation (DroQ's order)."""
+    layers: list[nn.Module] = []
+    for index in range(layer_num + 1):
+        layers.append(EnsembleLinear(ensemble_size, in_size if index == 0 else hidden_size, hidden_size))
+        layers += [nn.Dropout(dropout)] if dropout > 0 else []
+        layers += [EnsembleLayerNorm(ensemble_size, hidden_size)] if layer_norm else []
+        layers.append(get_activation(activation))
     layers.append(EnsembleLinear(ensemble_size, hidden_size, out_size))
     return nn.Sequential(*layers)
 

@@ -95,6 +95,8 @@ class ContinuousQAC(_QAC):
             n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
             n_quantiles: int = 1,                 # outputs per critic: 1, its Q; more, quantiles of the return (TQC)
             value_network: bool = False,          # a state-value network V(s) too (SAC-v1), as compute_value
+            dropout: float = 0.0,                 # dropout rate in the critics' hidden blocks (DroQ: 0.01)
+            layer_norm: bool = False,             # LayerNorm in the critics' hidden blocks, after dropout (DroQ)
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
@@ -110,7 +112,7 @@ class ContinuousQAC(_QAC):
             ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
         )
         ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
-                                critic_head_layer_num, n_quantiles, activation)
+                                critic_head_layer_num, n_quantiles, activation, dropout, layer_norm)
         self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
         if value_network:
             if critic_encoder is not None:

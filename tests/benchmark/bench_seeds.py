@@ -5,8 +5,9 @@ Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updat
 1. Pendulum zoo config, each seed to -250 (or 60k env steps), three ways per round, interleaved: one batched run
    (``--seeds``), the seeds one after another in one process, and one process per seed at once. Each way runs in a
    fresh subprocess: wall time and peak RSS (summed over the processes side by side).
-2. The learn step alone at HalfCheetah's sizes (hidden 256, batch 256, obs 17, action 6), S seeds stacked against
-   one seed, ``--updates`` each, interleaved: updates/s per seed. The bare baseline is the single seed's step.
+2. The learn step alone at HalfCheetah's sizes (hidden 256, batch 256, obs 17, action 6) and Pendulum's (hidden 128,
+   batch 128), S seeds stacked against one seed, ``--updates`` each, interleaved: updates/s per seed. The bare
+   baseline is the single seed's step.
 """
 from __future__ import annotations
 
@@ -81,19 +82,23 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
                         'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
 
 
-def learn_step(n_seeds: int, updates: int, device: str = 'cpu') -> dict[str, float]:
-    """Updates/s per seed: ``n_seeds`` stacked against one, HalfCheetah's sizes, interleaved in blocks."""
+SIZES = {'HalfCheetah': (17, 6, 256, 256), 'Pendulum': (3, 1, 128, 128)}  # obs, action, hidden, batch
+
+
+def learn_step(n_seeds: int, updates: int, device: str = 'cpu', sizes: str = 'HalfCheetah') -> dict[str, float]:
+    """Updates/s per seed: ``n_seeds`` stacked against one, at a zoo config's sizes, interleaved in blocks."""
     import torch
     from ding_lite.config import compile_config
     from ding_lite.data import default_collate
     from policy_zoo import create_policy
     from policy_zoo.seed_axis import SeedAxis
-    main = dict(exp_name='unused', policy=dict(model=dict(obs_shape=17, action_shape=6, twin_critic=True,
-                                                          actor_head_hidden_size=256, critic_head_hidden_size=256),
-                                               learn=dict(batch_size=256), device=device))
+    obs, act, hidden, batch_size = SIZES[sizes]
+    model = dict(obs_shape=obs, action_shape=act, twin_critic=True, actor_head_hidden_size=hidden,
+                 critic_head_hidden_size=hidden)
+    main = dict(exp_name='unused', policy=dict(model=model, learn=dict(batch_size=batch_size), device=device))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy
-    batch = default_collate([{'obs': torch.randn(17), 'action': torch.rand(6) * 2 - 1, 'reward': 0.0,
-                              'next_obs': torch.randn(17), 'done': False} for _ in range(256)])
+    batch = default_collate([{'obs': torch.randn(obs), 'action': torch.rand(act) * 2 - 1, 'reward': 0.0,
+                              'next_obs': torch.randn(obs), 'done': False} for _ in range(batch_size)])
     single = create_policy(cfg, enable_field=['learn'])
     axis = SeedAxis([create_policy(cfg, enable_field=['learn']) for _ in range(n_seeds)])
     times = {'single': 0.0, 'stacked': 0.0}
@@ -130,10 +135,11 @@ def main() -> None:
     if args.child:
         _child(args.child, seeds)
         return
-    step = learn_step(len(seeds), args.updates, args.device)
-    print(f"learn step, HalfCheetah sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
-          f"updates/s per seed vs {step['updates_per_s_per_seed_single']:.0f} alone; one stacked step = "
-          f"{step['stacked_step_over_single']:.2f}x one seed's", flush=True)
+    for sizes in SIZES:
+        step = learn_step(len(seeds), args.updates, args.device, sizes)
+        print(f"learn step, {sizes} sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
+              f"updates/s per seed vs {step['updates_per_s_per_seed_single']:.0f} alone; one stacked step = "
+              f"{step['stacked_step_over_single']:.2f}x one seed's", flush=True)
     if args.skip_pendulum:
         return
     for round_ in range(args.rounds):

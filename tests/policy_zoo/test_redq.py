@@ -1,0 +1,90 @@
+"""REDQ and DroQ against hand computations with constant-output critics, and their modes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import policy_zoo.redq as redq
+from ding_lite.config import ConfigError, compile_config
+from ding_lite.data import default_collate
+from policy_zoo import DroQPolicy, REDQPolicy
+
+Q = torch.tensor([[5.0], [1.0], [3.0], [2.0]])  # 4 critics, one sample
+
+
+def _policy(policy_type='redq', model=None, **learn):
+    main = dict(exp_name='unused', policy=dict(
+        model=dict(dict(obs_shape=3, action_shape=1, actor_head_hidden_size=8, critic_head_hidden_size=8),
+                   **(model or {})),
+        learn=dict(dict(batch_size=4), **learn)))
+    cfg = compile_config(main, create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False)
+    return (REDQPolicy if policy_type == 'redq' else DroQPolicy)(cfg.policy, enable_field=['learn'])
+
+
+def _batch(n=4):
+    return default_collate([{'obs': torch.randn(3), 'action': torch.rand(1) * 2 - 1, 'reward': 1.0,
+                             'next_obs': torch.randn(3), 'done': False} for _ in range(n)])
+
+
+def test_the_target_is_the_min_over_the_drawn_subset(monkeypatch):
+    policy = _policy(model=dict(n_critics=4), alpha=0.5, auto_alpha=False)
+    monkeypatch.setattr(redq, 'tanh_gaussian_sample', lambda mu, sigma: (torch.zeros_like(mu), torch.full(
+        mu.shape[:1], -2.0)))                                            # log pi = -2: alpha * log pi = -1
+    monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q)
+    monkeypatch.setattr(policy, '_subset', lambda: torch.tensor([0, 2]))
+    assert policy._soft_target_v(torch.zeros(1, 3)).tolist() == [4.0]  # min(5, 3) + 1
+    monkeypatch.setattr(policy, '_subset', lambda: torch.tensor([0, 3]))
+    assert policy._soft_target_v(torch.zeros(1, 3)).tolist() == [3.0]  # min(5, 2) + 1
+
+
+def test_a_fresh_subset_of_distinct_members_each_update_and_members_differ():
+    policy = _policy()  # N = 10, M = 2
+    torch.manual_seed(0)
+    subsets = [tuple(policy._subset().tolist()) for _ in range(20)]
+    assert all(len(set(s)) == 2 and set(s) <= set(range(10)) for s in subsets)
+    assert len(set(subsets)) > 10  # 45 possible pairs: fresh draws, not one fixed pair
+    first = policy.model.critic[0].weight                               # [N, in, hidden]
+    assert all(not torch.equal(first[0], first[k]) for k in range(1, 10))  # each member its own initialisation
+
+
+def test_the_actor_maximises_the_mean_of_every_member(monkeypatch):
+    policy = _policy(model=dict(n_critics=4))
+    monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q)
+    assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [2.75]
+
+
+def test_the_actor_and_alpha_step_once_per_policy_delay_critic_steps():
+    policy = _policy(policy_delay=3, update_per_collect=3)
+    actor_before = [p.clone() for p in policy.model.actor.parameters()]
+    for _ in range(7):
+        stats = policy.learn_mode.forward(_batch())
+    steps = lambda optimizer: int(next(iter(optimizer.state.values()))['step'])  # noqa: E731
+    assert steps(policy._optimizer_q) == 7 and steps(policy._optimizer_policy) == 3  # at critic steps 0, 3, 6
+    assert steps(policy._alpha.optimizer) == 3 and {'policy_loss', 'alpha_loss'} <= set(stats)
+    assert any(not torch.equal(a, b) for a, b in zip(actor_before, policy.model.actor.parameters()))
+    assert policy.learn_mode.state_dict()['learn_steps'] == 7
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError, match='subset_size <= policy.model.n_critics'):
+        _policy(model=dict(n_critics=2), subset_size=3)
+    with pytest.raises(ConfigError, match='policy_delay must be a positive int'):
+        _policy(policy_delay=0)
+
+
+def test_droq_blocks_dropout_in_the_target_and_off_in_eval():
+    policy = _policy('droq', model=dict(dropout=0.5))
+    kinds = [type(layer).__name__ for layer in policy.model.critic]
+    assert kinds[:4] == ['EnsembleLinear', 'Dropout', 'EnsembleLayerNorm', 'ReLU'] and policy._n_critics == 2
+    batch = policy._preprocess_learn(_batch())  # the learn step: every critic in training mode, targets too
+    target = [policy._critic(batch.next_obs, batch.action, target=True) for _ in range(2)]
+    assert not torch.equal(*target)  # dropout live in the target critics
+    policy.model.eval()
+    critic = [policy.model.compute_critic({'obs': batch.obs, 'action': batch.action})['q_value'] for _ in range(2)]
+    assert torch.equal(*critic)  # and off outside the learn step
+
+
+def test_droq_actor_takes_the_mean_of_its_two_critics(monkeypatch):
+    policy = _policy('droq')
+    monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q[:2])
+    assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [3.0]  # (5 + 1) / 2, not the min
