@@ -8,6 +8,7 @@ import policy_zoo.redq as redq
 from ding_lite.config import ConfigError, compile_config
 from ding_lite.data import default_collate
 from policy_zoo import DroQPolicy, REDQPolicy
+from tests.conftest import small_variant_steps_to
 
 Q = torch.tensor([[5.0], [1.0], [3.0], [2.0]])  # 4 critics, one sample
 
@@ -88,3 +89,14 @@ def test_droq_actor_takes_the_mean_of_its_two_critics(monkeypatch):
     policy = _policy('droq')
     monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q[:2])
     assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [3.0]  # (5 + 1) / 2, not the min
+
+
+@pytest.mark.parametrize('policy_type', ['redq', 'droq'])
+def test_reaches_minus_250_on_pendulum(policy_type, tmp_path):
+    """At hidden 64 and batch 64 (half the zoo configs' sizes), G=5, seeds 0-4 reached -250 at the first evaluation
+    after 1000 env steps of learning (2.0k; DroQ's seed 2 at 2.5k), 15-24 s each."""
+    steps = small_variant_steps_to(f'pendulum_{policy_type}_config', tmp_path / policy_type, -250, THRESHOLD)
+    assert steps is not None and steps <= THRESHOLD
+
+
+THRESHOLD = 6_000  # the issue's goal for both; over twice the seeds' worst
