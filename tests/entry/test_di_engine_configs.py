@@ -24,16 +24,18 @@ pytestmark = [
                                                   f"points elsewhere)"),
     pytest.mark.filterwarnings('ignore::UserWarning'),  # CUDA fallbacks, DI-engine keys, gymnasium deprecations
 ]
-# the MuJoCo configs beside HalfCheetah (10k warm-up steps and 8 evaluation episodes of 1000 steps each) run with
-# pytest -m slow: the default run keeps one of the family, for the suite's 10 minutes
-SLOW = pytest.mark.slow
-SAC = [pytest.param('ant_sac_config', marks=SLOW), 'bipedalwalker_sac_config', 'cartpole_sac_config',
-       'halfcheetah_sac_config', pytest.param('hopper_sac_config', marks=SLOW), 'lunarlander_cont_sac_config',
-       'lunarlander_discrete_sac_config', 'pendulum_sac_config', pytest.param('walker2d_sac_config', marks=SLOW)]
+# the MuJoCo and Box2D configs (10k warm-up steps; MuJoCo's 8 evaluation episodes of 1000 steps each) run with
+# pytest -m slow, for the suite's 10 minutes: the default run keeps Pendulum, CartPole and LunarLander's discrete
+SLOW = ('ant', 'bipedalwalker', 'halfcheetah', 'hopper', 'lunarlander_cont', 'walker2d')
+SAC = ['ant_sac_config', 'bipedalwalker_sac_config', 'cartpole_sac_config', 'halfcheetah_sac_config',
+       'hopper_sac_config', 'lunarlander_cont_sac_config', 'lunarlander_discrete_sac_config', 'pendulum_sac_config',
+       'walker2d_sac_config']
 SQIL = {'halfcheetah_sqil_sac_config': 'halfcheetah_sac_config', 'hopper_sqil_sac_config': 'hopper_sac_config',
         'walker2d_sqil_sac_config': 'walker2d_sac_config', 'pendulum_sqil_sac_config': 'pendulum_sac_config'}
-SQIL_PARAMS = [pytest.param(name, marks=SLOW) if name.startswith(('hopper', 'walker2d')) else name
-               for name in sorted(SQIL)]
+
+
+def _params(names: list[str]) -> list:
+    return [pytest.param(name, marks=pytest.mark.slow) if name.startswith(SLOW) else name for name in names]
 GYMNASIUM_ID = {'ant': 'Ant-v4', 'bipedalwalker': 'BipedalWalker-v3', 'cartpole': 'CartPole-v1',
                 'halfcheetah': 'HalfCheetah-v5', 'hopper': 'Hopper-v5', 'lunarlander_cont': 'LunarLanderContinuous-v3',
                 'lunarlander_discrete': 'LunarLander-v3', 'pendulum': 'Pendulum-v1', 'walker2d': 'Walker2d-v5'}
@@ -60,7 +62,7 @@ def _learned(name: str, tmp_path: pathlib.Path) -> pathlib.Path:
     return run
 
 
-@pytest.mark.parametrize('name', SAC)
+@pytest.mark.parametrize('name', _params(SAC))
 def test_sac_config_runs_unchanged(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.warns(ConfigWarning, match='skipped DI-engine import_names'):
@@ -77,7 +79,7 @@ def test_sac_config_runs_unchanged(name, tmp_path, monkeypatch):
     env.close()
 
 
-@pytest.mark.parametrize('name', SQIL_PARAMS)
+@pytest.mark.parametrize('name', _params(sorted(SQIL)))
 def test_sqil_config_runs_unchanged_with_its_expert_config(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     main, create = read_config(_path(name))

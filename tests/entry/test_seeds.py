@@ -120,8 +120,8 @@ class SeedRewardEnv(BaseEnv):
     reward_space = property(lambda self: gym.spaces.Box(-np.inf, np.inf, (1,), np.float32))
 
 
-def _seed_reward_config(tmp_path) -> tuple[EasyDict, EasyDict]:
-    ENV_REGISTRY.register('seed_reward', SeedRewardEnv, force_overwrite=True)
+def _seed_reward_config(tmp_path, registered) -> tuple[EasyDict, EasyDict]:
+    registered(ENV_REGISTRY, 'seed_reward', SeedRewardEnv)
     main = copy.deepcopy(TINY_PENDULUM)
     main.update(exp_name=str(tmp_path / 'run'), env=dict(n_evaluator_episode=1, stop_value=5))
     main['policy']['random_collect_size'] = 20
@@ -134,11 +134,11 @@ def _params(policy) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in policy.model.state_dict().items()}
 
 
-def test_each_seed_is_its_own_run_and_stops_on_its_own(tmp_path):
+def test_each_seed_is_its_own_run_and_stops_on_its_own(tmp_path, registered):
     """Seeds 0, 1 and 500 in one run: seed 500 stops at its stop value and is final from then on (its last
     checkpoint is its best one, and nothing moved after it), while 0 and 1 train on, stacked, to the budget. Each
     folder holds a single run's files, its total_config.py naming its own seed."""
-    policies = serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=160)
+    policies = serial_pipeline(_seed_reward_config(tmp_path, registered), seed=[0, 1, 500], max_env_step=160)
     assert [p.model is not None for p in policies] == [True] * 3 and len({id(p) for p in policies}) == 3
     folders = {seed: tmp_path / f'run_seed{seed}' for seed in (0, 1, 500)}
     for seed, folder in folders.items():
@@ -170,7 +170,6 @@ def test_one_seed_in_a_list_is_the_single_run(tmp_path):
         assert torch.equal(value, _params(listed)[name]), name
 
 
-@POLICY_REGISTRY.register('own_update_sac', force_overwrite=True)
 class OwnUpdateSAC(SACPolicy):
     """A user's policy with its own update: its seeds cannot share one."""
 
@@ -178,7 +177,21 @@ class OwnUpdateSAC(SACPolicy):
         return super()._update(batch)
 
 
-def test_a_policy_with_its_own_update_runs_its_seeds_in_turn(tmp_path):
+@pytest.fixture
+def registered():
+    """Register a test's classes for the test alone (``ding_lite list`` lists what is registered)."""
+    names = []
+
+    def register(registry, name, cls):
+        registry.register(name, cls, force_overwrite=True)
+        names.append((registry, name))
+    yield register
+    for registry, name in names:
+        registry._table.pop(name, None)
+
+
+def test_a_policy_with_its_own_update_runs_its_seeds_in_turn(tmp_path, registered):
+    registered(POLICY_REGISTRY, 'own_update_sac', OwnUpdateSAC)
     main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
     main.exp_name = str(tmp_path / 'own')
     create.policy.type = 'own_update_sac'
@@ -209,13 +222,14 @@ def test_cli_seeds_train_each_folder_and_its_checkpoint_evaluates_alone(tmp_path
     assert refused.returncode == 2 and 'the parallel pipeline is single-seed' in refused.stderr
 
 
-def test_resume_continues_every_seed_and_a_stopped_seed_stays_final(tmp_path):
+def test_resume_continues_every_seed_and_a_stopped_seed_stays_final(tmp_path, registered):
     """``resume=True`` continues each seed's folder from its resume point; seed 500, which had stopped at its stop
     value, is left as it was."""
-    serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=60)
+    serial_pipeline(_seed_reward_config(tmp_path, registered), seed=[0, 1, 500], max_env_step=60)
     folders = {seed: tmp_path / f'run_seed{seed}' for seed in (0, 1, 500)}
     before = {seed: load_checkpoint(str(folder / 'ckpt' / 'ckpt_last.pth.tar')) for seed, folder in folders.items()}
-    policies = serial_pipeline(_seed_reward_config(tmp_path), seed=[0, 1, 500], max_env_step=100, resume=True)
+    policies = serial_pipeline(_seed_reward_config(tmp_path, registered), seed=[0, 1, 500], max_env_step=100,
+                               resume=True)
     assert not list(tmp_path.glob('run_seed*_*'))  # no new folders: each seed continued its own
     for seed in (0, 1):
         after = load_checkpoint(str(folders[seed] / 'ckpt' / 'ckpt_last.pth.tar'))
