@@ -77,21 +77,18 @@ class SeedAxis:
         if reason is not None:
             raise ValueError(f"these seeds cannot share one update: {reason}")
         self.lead = type(first)(first._cfg, model=copy.deepcopy(first._model), enable_field=('learn',))
-        for policy in (self.lead, *self.policies):
-            _init_adam_states(policy)
-        self._stack()
         steps = {policy._learn_steps for policy in self.policies}
         if len(steps) > 1:
             raise ValueError(f"the seeds stand at different learn steps {sorted(steps)}; a run of many seeds steps "
                              f"them together")
         self.lead._learn_steps = steps.pop()
+        for policy in (self.lead, *self.policies):
+            _init_adam_states(policy)
+        self._stack()
         self.lead._seedwise = self._seedwise
         self.lead._optimizer_step = self._optimizer_step
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
-
-    def __len__(self) -> int:
-        return len(self.policies)
 
     def forward(self, batches: list[Batch | list[dict]]) -> list[dict[str, Tensor]]:
         """One update of every seed, seed k on ``batches[k]``; seed k's outputs (as its ``learn_mode.forward``)."""
@@ -134,8 +131,7 @@ class SeedAxis:
             with self._slots.holding(state):
                 return fn(*seed_args)
         args = tuple(dict(arg) if batch else arg for arg, batch in zip(args, batches))
-        uses_modules = getattr(fn, '__self__', None) is self.lead  # a hook; a plain function of tensors needs none
-        return vmap(one, randomness=self.randomness)(self._slots.tensors if uses_modules else [], *args)
+        return vmap(one, randomness=self.randomness)(self._slots.tensors, *args)
 
     @staticmethod
     def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
