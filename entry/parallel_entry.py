@@ -29,7 +29,7 @@ from policy_zoo import Policy
 from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorFailure, ActorPool, Slot
 from .ray_connect import cpus_needed, ray_address
-from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, \
+from .run import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, log_times, \
     resume_point_on, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler
 from .utils import compile_run, create_run_policy, learner_threads, store
@@ -157,9 +157,7 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
         while not interrupted.is_set() and learner.train_iter < max_train_iter and not driver.done():
             driver.step()
         driver.finish_evaluation(interrupted)
-    learner.call_hook('after_run')
-    if interrupted.is_set() and not cfg.policy.learn.learner.hook.save_ckpt_after_run:
-        learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)  # Ctrl-C always leaves a resume point
+    after_run(cfg, learner, interrupted.is_set())
     driver.summarise(interrupted.is_set())
 
 

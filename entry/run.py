@@ -215,6 +215,13 @@ def start_tracker(cfg: EasyDict) -> Tracker | None:
     return Tracker(cfg) if settings.track or settings.project else None
 
 
+def after_run(cfg: EasyDict, learner: BaseLearner, interrupted: bool) -> None:
+    """The learner's after-run hooks, and after Ctrl-C always a resume point (with or without those hooks)."""
+    learner.call_hook('after_run')
+    if interrupted and not cfg.policy.learn.learner.hook.save_ckpt_after_run:
+        learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
+
+
 def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: InteractionSerialEvaluator,
               pipeline: str = 'serial', interrupted: bool = False) -> logging.Logger:
     """Print (and log to ``summary.txt``) where the run ended and where its files are (after an interrupt, how to

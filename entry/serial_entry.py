@@ -17,9 +17,8 @@ from ding_lite.worker.logger import build_logger, build_tb_logger
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
-from .run import PhaseTimer, RunProgress, closed_on_error, closing, graceful_interrupt, log_times, start_tracker, \
-    starting, summarise
-from .serial_seeds import train_seeds
+from .run import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, log_times, \
+    start_tracker, starting, summarise
 from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, random_collect, store
 
 
@@ -41,6 +40,8 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None 
     the config file's are.
     """
     if isinstance(seed, (list, tuple, range)):
+        from .serial_seeds import train_seeds
+
         def setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
             return learn_sampler(cfg, run.buffer, run.collector_env.env_ref), None
         return train_seeds(serial_pipeline, input_cfg, seed, setup, env_setting=env_setting, model=model,
@@ -144,29 +145,61 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise. Ctrl-C
     (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
     learner, collector = run.learner, run.collector
-    max_train_iter = min(max_train_iter, cfg.policy.learn.learner.train_iterations)  # DI-engine's cap too
-    learner.call_hook('before_run')
-    collector.envstep = max(collector.envstep, learner.last_envstep)  # a resumed run keeps counting env steps
-    run.timer = PhaseTimer(collector.envstep, learner.train_iter)
+    max_train_iter = begin_run(cfg, run, max_train_iter)
     with graceful_interrupt() as interrupted:
-        if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
-            with run.timer.phase('collect'):
-                store(cfg, run, random_collect(collector, run.policy.collect_mode, cfg.policy.random_collect_size,
-                                          run.collector_env.action_space, cfg.seed))
+        warm_up(cfg, run)
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
             _train_loop(cfg, run, sample, max_train_iter, max_env_step, after_collect, progress, interrupted)
-        learner.call_hook('after_run')
-        if interrupted.is_set() and not cfg.policy.learn.learner.hook.save_ckpt_after_run:
-            learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)  # Ctrl-C always leaves a resume point
+        after_run(cfg, learner, interrupted.is_set())
     summarise(cfg, learner, collector.envstep, run.evaluator, interrupted=interrupted.is_set())
     if interrupted.is_set():
         raise KeyboardInterrupt
 
 
+def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int) -> int:
+    """The learner's before-run hooks, the env-step count carried over by a resumed run, the run's phase timer;
+    returns the iteration cap (``learner.train_iterations``, DI-engine's, caps it too)."""
+    run.learner.call_hook('before_run')
+    run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)
+    run.timer = PhaseTimer(run.collector.envstep, run.learner.train_iter)
+    return min(max_train_iter, cfg.policy.learn.learner.train_iterations)
+
+
+def warm_up(cfg: EasyDict, run: SimpleNamespace) -> None:
+    """``random_collect_size`` env steps of uniformly random actions into the buffer, before a new run learns."""
+    learner = run.learner
+    if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
+        with run.timer.phase('collect'):
+            store(cfg, run, random_collect(run.collector, run.policy.collect_mode, cfg.policy.random_collect_size,
+                                           run.collector_env.action_space, cfg.seed))
+
+
+def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[], None] | None,
+                  progress: RunProgress | None) -> bool:
+    """Evaluate if due, then collect a round into the buffer and set the round's learn steps; True where the run
+    reached its stop value (nothing collected then). ``progress``: the bar to show it on, if any."""
+    learner, collector, evaluator, timer = run.learner, run.collector, run.evaluator, run.timer
+    if evaluator.should_eval(learner.train_iter):
+        with timer.phase('eval'):
+            stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+        if progress is not None:
+            progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
+        if stop:
+            return True
+    with timer.phase('collect'):
+        store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+        if after_collect is not None:
+            after_collect()
+    if progress is not None:
+        progress.update(collector.envstep - progress.n)
+    run.loop.updates_left = cfg.policy.learn.update_per_collect
+    return False
+
+
 def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
                 max_env_step: int, after_collect: Callable[[], None] | None, progress: RunProgress,
                 interrupted: threading.Event) -> None:
-    learner, collector, evaluator, loop = run.learner, run.collector, run.evaluator, run.loop
+    learner, collector, loop = run.learner, run.collector, run.loop
 
     def finished() -> bool:
         return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
@@ -178,19 +211,9 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
             f"iterations reach this budget; raise --max-env-step or --max-train-iter to continue it")
     timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
     while not done and not interrupted.is_set():
-        if loop.updates_left == 0:  # else a resumed run finishes the round its checkpoint fell in
-            if evaluator.should_eval(learner.train_iter):
-                with timer.phase('eval'):
-                    stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-                progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
-                if stop:
-                    break
-            with timer.phase('collect'):
-                store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
-                if after_collect is not None:
-                    after_collect()
-            progress.update(collector.envstep - progress.n)
-            loop.updates_left = cfg.policy.learn.update_per_collect
+        # else a resumed run finishes the round its checkpoint fell in
+        if loop.updates_left == 0 and collect_round(cfg, run, after_collect, progress):
+            break
         with timer.phase('learn'):
             _learn_round(cfg, run, sample, interrupted)
         if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate

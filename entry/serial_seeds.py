@@ -21,8 +21,9 @@ from ding_lite.config import ConfigError, read_config
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
 from policy_zoo.seed_axis import SeedAxis, why_not_vectorised
-from .run import PhaseTimer, RunProgress, graceful_interrupt, log_times, starting, summarise
-from .utils import collect_batch, compile_input, compile_run, learner_threads, random_collect, store
+from .run import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
+from .serial_entry import begin_run, build_serial, collect_round, warm_up
+from .utils import compile_input, compile_run, learner_threads
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -86,7 +87,6 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
                           overrides: dict[str, Any] | None = None) -> list[Policy]:
     """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
     would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
-    from .serial_entry import build_serial
     if resume not in (True, False):
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
@@ -111,20 +111,13 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
 def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) -> None:
     """Every seed's warm-up, then rounds of {evaluate, collect, push} per seed and one stacked learn round."""
     for run in runs:
-        run.learner.call_hook('before_run')
-        run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)
-        run.timer = PhaseTimer(run.collector.envstep, run.learner.train_iter)
-        run.max_train_iter = min(max_train_iter, run.cfg.policy.learn.learner.train_iterations)
+        run.max_train_iter = begin_run(run.cfg, run, max_train_iter)
         run.logged = run.learner.train_iter
     seeds = _Seeds(runs)
     with graceful_interrupt() as interrupted:
         for run in runs:
-            if run.cfg.policy.random_collect_size > 0 and run.learner.train_iter == 0 and \
-                    run.learner.last_resume_point is None:
-                with run.timer.phase('collect'), _stream(run):
-                    store(run.cfg, run, random_collect(run.collector, run.policy.collect_mode,
-                                                       run.cfg.policy.random_collect_size,
-                                                       run.collector_env.action_space, run.cfg.seed))
+            with _stream(run):
+                warm_up(run.cfg, run)
         first = runs[0]
         with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter) as bar:
             for run in [r for r in runs if _finished(r, max_env_step) or _had_stopped(r)]:
@@ -133,7 +126,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
                 for run in list(seeds.active):
                     if run.loop.updates_left == 0:
                         with _stream(run):
-                            stop = _collect_round(run, bar if run is first else None)
+                            stop = collect_round(run.cfg, run, run.after_collect, bar if run is first else None)
                         if stop:
                             seeds.finish(run, interrupted)
                 _learn_round(seeds, interrupted)
@@ -141,7 +134,6 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
                     _log_times(run)
                     if _finished(run, max_env_step):
                         seeds.finish(run, interrupted)
-                bar.update(first.collector.envstep - bar.n)
         for run in list(seeds.active):
             seeds.finish(run, interrupted)
     if interrupted.is_set():
@@ -171,39 +163,19 @@ def _had_stopped(run: SimpleNamespace) -> bool:
     return run.learner.last_resume_point is not None and last is not None and last >= run.evaluator.stop_value
 
 
-def _collect_round(run: SimpleNamespace, bar: RunProgress | None) -> bool:
-    """Evaluate if due, then collect a round into the seed's buffer; True where the seed reached its stop value.
-    ``bar``: the progress bar this seed's evaluations show on."""
-    learner, collector, evaluator, cfg = run.learner, run.collector, run.evaluator, run.cfg
-    if evaluator.should_eval(learner.train_iter):
-        with run.timer.phase('eval'):
-            stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-        if bar is not None:
-            bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
-        if stop:
-            return True
-    with run.timer.phase('collect'):
-        store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
-        if run.after_collect is not None:
-            run.after_collect()
-    run.loop.updates_left = cfg.policy.learn.update_per_collect
-    return False
-
-
 def _learn_round(seeds: _Seeds, interrupted: threading.Event) -> None:
     """The seeds' learn steps of this round in lockstep (they collect alike); a seed whose buffer holds less than
     a batch ends its round, as a single run's does."""
     while not interrupted.is_set():
-        ready = [run for run in seeds.active if run.loop.updates_left > 0]
-        batches = []
-        for run in ready:
+        ready, batches = [], []
+        for run in [run for run in seeds.active if run.loop.updates_left > 0]:
             run.loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
             batch_size = run.cfg.policy.learn.batch_size
-            batches.append(run.sample(batch_size) if run.buffer.count() >= batch_size else None)
-        for run, batch in zip(ready, batches):
-            if batch is None:
+            if run.buffer.count() < batch_size:
                 run.loop.updates_left = 0
-        ready, batches = [r for r, b in zip(ready, batches) if b is not None], [b for b in batches if b is not None]
+                continue
+            ready.append(run)
+            batches.append(run.sample(batch_size))
         if not ready:
             return
         with contextlib.ExitStack() as timing:  # every seed's learn time is the stacked step's
@@ -228,7 +200,8 @@ class _Seeds:
 
     def __init__(self, runs: list[SimpleNamespace]) -> None:
         self.active = list(runs)
-        self._own = {id(run): run.learner.policy.forward for run in runs}
+        for run in runs:
+            run.own_forward = run.learner.policy.forward  # the seed's learn step, while it trains alone
         self._axis: SeedAxis | None = None
         self._stale = True  # stacked at the first update: seeds that ended before it never are
 
@@ -245,20 +218,17 @@ class _Seeds:
     def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
         """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""
         self.active.remove(run)
-        run.learner.policy.forward = self._own[id(run)]
+        run.learner.policy.forward = run.own_forward
         if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint
             self._axis.release()
             self._axis = None
         self._stale = True
-        learner = run.learner
-        learner.call_hook('after_run')
-        if interrupted.is_set() and not run.cfg.policy.learn.learner.hook.save_ckpt_after_run:
-            learner.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
-        summarise(run.cfg, learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
+        after_run(run.cfg, run.learner, interrupted.is_set())
+        summarise(run.cfg, run.learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
 
     def _restack(self) -> None:
         self._stale = False
         self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
         for run in self.active:
-            run.learner.policy.forward = self._own[id(run)] if self._axis is None else \
+            run.learner.policy.forward = run.own_forward if self._axis is None else \
                 (lambda data, run=run: run.output)

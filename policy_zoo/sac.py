@@ -20,12 +20,17 @@ from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
 
 
-def _step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
-    """One optimizer step on ``loss``; returns the gradients' total 2-norm (a tensor: no host sync)."""
+def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
+    """One optimizer step on ``loss``; returns the gradients' total 2-norm (a tensor: no host sync). With
+    ``seed_axis``, ``loss`` is ``[S]`` over parameters stacked on a leading seed axis: each seed's gradient comes
+    from its own loss, and the norms are per seed ``[S]``."""
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    (loss.sum() if seed_axis else loss).backward()
     grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
+    if seed_axis:
+        norm = torch.stack([g.reshape(len(g), -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
+    else:
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
     optimizer.step()
     return norm
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from typing import Any, Iterator
 
 import torch
@@ -18,7 +19,7 @@ from torch.func import vmap
 from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
 from .base_policy import Policy
-from .sac import SACPolicy
+from .sac import SACPolicy, _step
 from .sqil_sac import SQILSACPolicy
 
 
@@ -86,7 +87,7 @@ class SeedAxis:
             _init_adam_states(policy)
         self._stack()
         self.lead._seedwise = self._seedwise
-        self.lead._optimizer_step = self._optimizer_step
+        self.lead._optimizer_step = functools.partial(_step, seed_axis=True)
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
 
@@ -132,16 +133,6 @@ class SeedAxis:
                 return fn(*seed_args)
         args = tuple(dict(arg) if batch else arg for arg, batch in zip(args, batches))
         return vmap(one, randomness=self.randomness)(self._slots.tensors, *args)
-
-    @staticmethod
-    def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
-        """Per-seed gradients from the summed loss, one step of the stacked optimizer; per-seed norms ``[S]``."""
-        optimizer.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
-        norm = torch.stack([g.reshape(len(g), -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
-        optimizer.step()
-        return norm
 
 
 class Fields(dict):
