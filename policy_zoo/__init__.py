@@ -8,6 +8,7 @@ from .sqil_sac import SQILSACPolicy
 from .tqc import TQCPolicy
 from .sac_v1 import SACv1Policy
 from .redq import DroQPolicy, REDQPolicy
+from .crossq import CrossQPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy', 'DroQPolicy',
-           'create_policy', 'get_policy_cls']
+           'CrossQPolicy', 'create_policy', 'get_policy_cls']

@@ -35,16 +35,10 @@ class REDQPolicy(SACPolicy):
     @classmethod
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
-        n, m, delay = cfg.model.get('n_critics'), cfg.learn.subset_size, cfg.learn.policy_delay
+        n, m = cfg.model.get('n_critics'), cfg.learn.subset_size
         if not (isinstance(n, int) and isinstance(m, int) and 1 <= m <= n):
             raise ConfigError(f"{cfg.type} needs 1 <= policy.learn.subset_size <= policy.model.n_critics, got "
                               f"subset_size={m!r}, n_critics={n!r}")
-        if not (isinstance(delay, int) and delay >= 1):
-            raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
-                              f"{delay!r}")
-        if delay > 1 and cfg.learn.cuda_graph:
-            raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
-                              f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
 
     def _subset(self) -> Tensor:
         """M member indices, without replacement: a fresh draw on the learner's device (no host sync)."""

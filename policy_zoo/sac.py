@@ -70,6 +70,7 @@ class SACPolicy(Policy):
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
     collect_wrapper: ClassVar[str] = 'tanh_reparam_sample'
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
+    target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
@@ -81,8 +82,10 @@ class SACPolicy(Policy):
             learning_rate_q=3e-4,             # Adam's learning rate for the critics
             learning_rate_policy=3e-4,        # Adam's learning rate for the actor
             learning_rate_alpha=3e-4,         # Adam's learning rate for the temperature
+            adam_betas=(0.9, 0.999),          # Adam's (beta1, beta2) for the actor and the critics (CrossQ: 0.5)
             discount_factor=0.99,             # gamma of the TD target
             target_theta=0.005,               # Polyak rate of the target critics
+            policy_delay=1,                   # critic steps per actor (and alpha) step: REDQ's G, CrossQ's 3
             alpha=0.2,                        # initial value, or the fixed one if not auto_alpha
             auto_alpha=True,                  # learn alpha towards the target entropy
             log_space=True,                   # learn log(alpha): always positive, better scaled
@@ -114,6 +117,13 @@ class SACPolicy(Policy):
         if cfg.collect.unroll_len != 1:
             raise ConfigError(f"policy.collect.unroll_len={cfg.collect.unroll_len}: the SAC family learns from single "
                               f"transitions (no sequence model); set it to 1")
+        delay = cfg.learn.get('policy_delay', 1)
+        if not (isinstance(delay, int) and delay >= 1):
+            raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
+                              f"{delay!r}")
+        if delay > 1 and cfg.learn.get('cuda_graph'):
+            raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
+                              f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
 
     @classmethod
     def create_model(cls, cfg: dict) -> nn.Module:
@@ -132,17 +142,18 @@ class SACPolicy(Policy):
     def _init_learn(self) -> None:
         learn = self._cfg.learn
         self._gamma = learn.discount_factor
-        self._policy_delay = learn.get('policy_delay', 1)    # critic steps per actor step (REDQ's, DroQ's G)
+        self._policy_delay = learn.get('policy_delay', 1)    # critic steps per actor step
         self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
-        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q)
-        self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy)
+        betas = learn.get('adam_betas', (0.9, 0.999))
+        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, betas)
+        self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy, betas)
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
-                                        update_kwargs={'theta': learn.target_theta})
+                                        update_kwargs={'theta': learn.target_theta}) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
         self._actor_frozen = list(self._model.critic.parameters())  # constants in the actor's loss
@@ -169,7 +180,7 @@ class SACPolicy(Policy):
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
-            if not model.training:
+            if model is not None and not model.training:
                 model.train()
         batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
                                        use_priority_IS_weight=self._cfg.priority_IS_weight)
@@ -195,7 +206,8 @@ class SACPolicy(Policy):
         self._learn_steps += 1
         stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
-        self._target_model.update(self._critic_params)
+        if self._target_model is not None:
+            self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
 
@@ -270,7 +282,8 @@ class SACPolicy(Policy):
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 
     def _state_dict_learn(self) -> dict[str, Any]:
-        return {'model': self._model.state_dict(), 'target_model': self._target_model.state_dict(),
+        target = {'target_model': self._target_model.state_dict()} if self._target_model is not None else {}
+        return {'model': self._model.state_dict(), **target,
                 # copies: Optimizer.load_state_dict keeps same-device tensors, so a live state would be shared
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
@@ -278,7 +291,8 @@ class SACPolicy(Policy):
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
-        self._target_model.load_state_dict(state['target_model'])
+        if self._target_model is not None:
+            self._target_model.load_state_dict(state['target_model'])
         self._optimizer_q.load_state_dict(state['optimizer_q'])
         self._optimizer_policy.load_state_dict(state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])

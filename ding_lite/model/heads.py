@@ -28,12 +28,57 @@ def signature_config(cls: type) -> EasyDict:
                      for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)})
 
 
-def mlp(in_size: int, hidden_size: int, layer_num: int, activation: str | nn.Module) -> nn.Sequential:
-    """``Linear(in, hidden)`` + activation, then ``layer_num`` more hidden layers (DI-engine's encoder + head trunk)."""
-    layers: list[nn.Module] = [nn.Linear(in_size, hidden_size), get_activation(activation)]
-    for _ in range(layer_num):
-        layers += [nn.Linear(hidden_size, hidden_size), get_activation(activation)]
+def mlp(in_size: int, hidden_size: int, layer_num: int, activation: str | nn.Module,
+        batch_renorm: dict | None = None) -> nn.Sequential:
+    """``Linear(in, hidden)`` + activation, then ``layer_num`` more hidden layers (DI-engine's encoder + head trunk).
+    With ``batch_renorm`` (``BatchRenorm``'s keywords), a BatchRenorm before every Linear and after the last
+    activation (CrossQ's layout: what follows, a head, reads normalised features too)."""
+    layers: list[nn.Module] = []
+    for index in range(layer_num + 1):
+        size = in_size if index == 0 else hidden_size
+        layers += [BatchRenorm(size, **batch_renorm)] if batch_renorm is not None else []
+        layers += [nn.Linear(size, hidden_size), get_activation(activation)]
+    layers += [BatchRenorm(hidden_size, **batch_renorm)] if batch_renorm is not None else []
     return nn.Sequential(*layers)
+
+
+class BatchRenorm(nn.Module):
+    """Batch Renormalization (arXiv:1702.03275) of ``[B, H]`` features, or ``[E, B, H]`` with ``ensemble_size``
+    (each member its own statistics and affine), normalised over the batch axis.
+
+    In training mode: ``(x - mu_B) / sigma_B * r + d``, with ``r = clip(sigma_B / sigma, 1/r_max, r_max)`` and
+    ``d = clip((mu_B - mu) / sigma, -d_max, d_max)`` as constants, against the running ``mu``, ``sigma``; for the
+    first ``warmup_steps`` training batches ``r = 1, d = 0`` (plain batch norm). Every training batch moves the
+    running statistics by ``momentum`` (torch's convention: the new batch's weight) and counts a step. In eval
+    mode: ``(x - mu) / sigma``. As the original and the CrossQ authors' code, the variance is the biased one
+    (SB3-contrib's layer uses the unbiased one); ``sigma = sqrt(var + eps)``. The statistics and the step counter
+    are buffers: in every checkpoint.
+    """
+
+    def __init__(self, features: int, ensemble_size: int | None = None, momentum: float = 0.01, eps: float = 1e-3,
+                 warmup_steps: int = 100_000, r_max: float = 3.0, d_max: float = 5.0) -> None:
+        super().__init__()
+        shape = (1, features) if ensemble_size is None else (ensemble_size, 1, features)
+        self.momentum, self.eps, self.warmup_steps, self.r_max, self.d_max = momentum, eps, warmup_steps, r_max, d_max
+        self.weight, self.bias = nn.Parameter(torch.ones(shape)), nn.Parameter(torch.zeros(shape))
+        self.register_buffer('running_mean', torch.zeros(shape))
+        self.register_buffer('running_var', torch.ones(shape))
+        self.register_buffer('steps', torch.zeros((), dtype=torch.long))  # training batches seen
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training:
+            return (x - self.running_mean) * torch.rsqrt(self.running_var + self.eps) * self.weight + self.bias
+        mean, var = x.mean(-2, keepdim=True), x.var(-2, keepdim=True, correction=0)
+        std = (var + self.eps).sqrt()
+        with torch.no_grad():  # r and d are constants of the graph; no branch on the counter: no host sync
+            running_std = (self.running_var + self.eps).sqrt()
+            renorm = self.steps >= self.warmup_steps
+            r = torch.where(renorm, (std / running_std).clamp(1 / self.r_max, self.r_max), 1.0)
+            d = torch.where(renorm, ((mean - self.running_mean) / running_std).clamp(-self.d_max, self.d_max), 0.0)
+            self.running_mean.add_((mean - self.running_mean) * self.momentum)
+            self.running_var.add_((var - self.running_var) * self.momentum)
+            self.steps.add_(1)
+        return ((x - mean) / std * r + d) * self.weight + self.bias
 
 
 class EnsembleLinear(nn.Module):
@@ -67,16 +112,21 @@ class EnsembleLayerNorm(nn.Module):
 
 
 def ensemble_mlp(ensemble_size: int, in_size: int, hidden_size: int, layer_num: int, out_size: int,
-                 activation: str | nn.Module, dropout: float = 0.0, layer_norm: bool = False) -> nn.Sequential:
+                 activation: str | nn.Module, dropout: float = 0.0, layer_norm: bool = False,
+                 batch_renorm: dict | None = None) -> nn.Sequential:
     """``ensemble_size`` MLPs of identical shape evaluated together; output ``[E, B, out]``. Each hidden block is
-    Linear, then Dropout (``dropout`` > 0), then LayerNorm (``layer_norm``), then the activation (DroQ's order)."""
+    Linear, then Dropout (``dropout`` > 0), then LayerNorm (``layer_norm``), then the activation (DroQ's order).
+    With ``batch_renorm`` (``BatchRenorm``'s keywords), a BatchRenorm before every Linear (CrossQ's critic)."""
+    def renorm(size: int) -> list[nn.Module]:
+        return [BatchRenorm(size, ensemble_size, **batch_renorm)] if batch_renorm is not None else []
     layers: list[nn.Module] = []
     for index in range(layer_num + 1):
-        layers.append(EnsembleLinear(ensemble_size, in_size if index == 0 else hidden_size, hidden_size))
+        size = in_size if index == 0 else hidden_size
+        layers += [*renorm(size), EnsembleLinear(ensemble_size, size, hidden_size)]
         layers += [nn.Dropout(dropout)] if dropout > 0 else []
         layers += [EnsembleLayerNorm(ensemble_size, hidden_size)] if layer_norm else []
         layers.append(get_activation(activation))
-    layers.append(EnsembleLinear(ensemble_size, hidden_size, out_size))
+    layers += [*renorm(hidden_size), EnsembleLinear(ensemble_size, hidden_size, out_size)]
     return nn.Sequential(*layers)
 
 

@@ -97,6 +97,8 @@ class ContinuousQAC(_QAC):
             value_network: bool = False,          # a state-value network V(s) too (SAC-v1), as compute_value
             dropout: float = 0.0,                 # dropout rate in the critics' hidden blocks (DroQ: 0.01)
             layer_norm: bool = False,             # LayerNorm in the critics' hidden blocks, after dropout (DroQ)
+            batch_renorm: dict | None = None,     # BatchRenorm before every Linear of actor and critics (CrossQ):
+                                                  # dict(momentum=0.01, warmup_steps=100000), as BatchRenorm's
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
@@ -108,11 +110,11 @@ class ContinuousQAC(_QAC):
                                                                 activation)
         self.actor = nn.Sequential(
             *([actor_encoder] if actor_encoder is not None else []),
-            mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
+            mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation, batch_renorm),
             ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
         )
         ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
-                                critic_head_layer_num, n_quantiles, activation, dropout, layer_norm)
+                                critic_head_layer_num, n_quantiles, activation, dropout, layer_norm, batch_renorm)
         self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
         if value_network:
             if critic_encoder is not None:

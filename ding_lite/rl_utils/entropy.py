@@ -12,13 +12,13 @@ from torch import Tensor, nn
 _LOG2 = math.log(2.0)
 
 
-def make_adam(params: Any, lr: float) -> torch.optim.Adam:
+def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.Adam:
     """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor)."""
-    params = list(params)
+    params, betas = list(params), tuple(betas)
     try:
-        return FusedAdam(params, lr=lr, fused=True)
+        return FusedAdam(params, lr=lr, betas=betas, fused=True)
     except (RuntimeError, TypeError):  # older torch: no fused kernel for this device
-        return torch.optim.Adam(params, lr=lr)
+        return torch.optim.Adam(params, lr=lr, betas=betas)
 
 
 class FusedAdam(torch.optim.Adam):

@@ -21,15 +21,22 @@ from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
 
-def _cfg(exp_dir, manager: str = 'base') -> tuple[EasyDict, EasyDict]:
-    """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode."""
+def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict, EasyDict]:
+    """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode.
+    ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
+    iteration: both across the crash at 23."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
     main_cfg.policy.learn.update_per_collect = 2
     main_cfg.policy.learn.learner.hook.save_ckpt_after_iter = 7
+    if policy == 'crossq':
+        main_cfg.policy.model.batch_renorm = dict(warmup_steps=30)
+    if policy == 'redq':
+        main_cfg.policy.learn.policy_delay = 3
     create = EasyDict(copy.deepcopy(TINY_CREATE))
     create.env_manager.type = manager
+    create.policy.type = policy
     return main_cfg, create
 
 
@@ -55,19 +62,20 @@ def _crash_at(monkeypatch, call: int) -> None:
     monkeypatch.setattr(SACPolicy, '_update', update)
 
 
-@pytest.mark.parametrize('manager', ['base', 'subprocess'])
-def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager):
-    straight = serial_pipeline(_cfg(tmp_path / 'straight', manager), seed=0, max_train_iter=60)
+@pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
+                                             ('base', 'redq')])
+def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
+    straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:
         _crash_at(patch, 23)   # after iteration_21 (the first step of a round), mid-episode
         with pytest.raises(KeyboardInterrupt):
-            serial_pipeline(_cfg(tmp_path / 'crashed', manager), seed=0, max_train_iter=60)
+            serial_pipeline(_cfg(tmp_path / 'crashed', manager, policy), seed=0, max_train_iter=60)
     ckpt = tmp_path / 'crashed' / 'ckpt'
     assert (ckpt / 'latest').read_text().strip() == 'iteration_21.pth.tar'
     assert (ckpt / 'iteration_21.buffer.pth.tar').is_file() and not (ckpt / 'iteration_14.buffer.pth.tar').exists()
     rows_before = (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text()
-    resumed = serial_pipeline(_cfg(tmp_path / 'crashed', manager), seed=0, max_train_iter=60, resume=True)
-    assert _same_params(straight, resumed)
+    resumed = serial_pipeline(_cfg(tmp_path / 'crashed', manager, policy), seed=0, max_train_iter=60, resume=True)
+    assert _same_params(straight, resumed)  # BatchRenorm's statistics and step counter too (model buffers)
     assert _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')  # no repeated or missing rows
     assert (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text().startswith(rows_before)
     learner_log = (tmp_path / 'crashed' / 'log' / 'learner.txt').read_text()

@@ -49,7 +49,7 @@ def _batch(discrete: bool, n: int = 8):
 def _learn_tensors(policy) -> dict[str, torch.Tensor]:
     state = policy._state_dict_learn()
     out = {f'model.{k}': v for k, v in state['model'].items()}
-    out |= {f'target.{k}': v for k, v in state['target_model'].items()}
+    out |= {f'target.{k}': v for k, v in state.get('target_model', {}).items()}  # CrossQ has none
     for name in ('optimizer_q', 'optimizer_policy'):
         for i, s in state[name]['state'].items():
             out |= {f'{name}.{i}.{k}': v for k, v in s.items()}
@@ -57,11 +57,14 @@ def _learn_tensors(policy) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize('policy_type, updates', [('sac', 100), ('discrete_sac', 20), ('tqc', 20), ('sac_v1', 20),
-                                                   ('redq', 20), ('droq', 20)])
+                                                   ('redq', 20), ('droq', 20), ('crossq', 20)])
 def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, updates):
+    # batch normalisation divides by the batch's spread, small for 8 samples of ReLU features: it amplifies the
+    # last-bit differences of a vmapped reduction
+    tol = dict(rtol=1e-3, atol=1e-4) if policy_type == 'crossq' else dict(rtol=1e-4, atol=1e-5)
     """Seed k of a 2-seed update equals a single run of seed k over 100 updates (20 for the variants) from the
     same parameters and batches (the noise, REDQ's subsets and DroQ's dropout drawn alike: randomness='same'); its
-    Adam moments and temperature too, so nothing mixes the seeds."""
+    Adam moments, temperature and BatchRenorm statistics and counters (CrossQ) too, so nothing mixes the seeds."""
     singles, seeds = [], []
     for k in range(2):
         torch.manual_seed(k)
@@ -78,12 +81,12 @@ def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, upd
             expected = singles[k]._forward_learn(batches[k])
             if step in (0, updates - 1):
                 assert expected.keys() == outputs[k].keys()
-                torch.testing.assert_close(outputs[k], expected, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(outputs[k], expected, **tol, msg=lambda m: f'update {step}: {m}')
     for k in range(2):
         single, stacked = _learn_tensors(singles[k]), _learn_tensors(seeds[k])
         assert single.keys() == stacked.keys() and seeds[k]._learn_steps == singles[k]._learn_steps == updates
         for name in single:
-            torch.testing.assert_close(stacked[name], single[name], rtol=1e-4, atol=1e-5, msg=name)
+            torch.testing.assert_close(stacked[name], single[name], **tol, msg=name)
     first, second = _learn_tensors(seeds[0]), _learn_tensors(seeds[1])
     weight = next(name for name in first if name.startswith('model.'))
     assert not torch.equal(first[weight], second[weight])  # the seeds are distinct runs
