@@ -66,9 +66,13 @@ class BatchRenorm(nn.Module):
         self.register_buffer('steps', torch.zeros((), dtype=torch.long))  # training batches seen
 
     def forward(self, x: Tensor) -> Tensor:
+        # as x * scale + shift (one fused pass over the batch; the per-feature algebra is on [(E,) 1, H])
         if not self.training:
-            return (x - self.running_mean) * torch.rsqrt(self.running_var + self.eps) * self.weight + self.bias
-        mean, var = x.mean(-2, keepdim=True), x.var(-2, keepdim=True, correction=0)
+            scale = self.weight * torch.rsqrt(self.running_var + self.eps)
+            return torch.addcmul(self.bias - self.running_mean * scale, x, scale)
+        mean = x.mean(-2, keepdim=True)
+        centred = x - mean
+        var = centred.square().mean(-2, keepdim=True)            # var_mean over a middle axis is ~10x slower
         std = (var + self.eps).sqrt()
         with torch.no_grad():  # r and d are constants of the graph; no branch on the counter: no host sync
             running_std = (self.running_var + self.eps).sqrt()
@@ -78,7 +82,7 @@ class BatchRenorm(nn.Module):
             self.running_mean.add_((mean - self.running_mean) * self.momentum)
             self.running_var.add_((var - self.running_var) * self.momentum)
             self.steps.add_(1)
-        return ((x - mean) / std * r + d) * self.weight + self.bias
+        return torch.addcmul(self.bias + self.weight * d, centred, self.weight * r / std)
 
 
 class EnsembleLinear(nn.Module):

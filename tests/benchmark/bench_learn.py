@@ -2,7 +2,9 @@
 
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
 ``--policy tqc`` (any continuous SAC-family variant) times that variant's step against SAC's instead, interleaved in
-the same process, at the MuJoCo and Pendulum sizes (its cost in SAC steps). Otherwise: same sizes, same
+the same process, at the MuJoCo and Pendulum sizes (its cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's
+train step of the same variant at the same sizes joins the rounds as the peer row, where ``sb3_contrib`` is installed
+(``pip install sb3-contrib``: a benchmark-only dependency). Otherwise: same sizes, same
 process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
 updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
 on the GPU too, each timing window ends with a synchronize, the ``learn.cuda_graph=True`` step joins the rounds
@@ -96,16 +98,54 @@ def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str 
         buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device})
         buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                      'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool)})
-        steps = {key: _policy(key, *sizes, device).learn_mode.forward for key in ('sac', policy)}
+        steps = {key: (lambda step: lambda: step(buffer.sample(batch)))(_policy(key, *sizes, device).learn_mode.forward)
+                 for key in ('sac', policy)}
+        peer = _sb3_contrib_step(policy, obs, act, hidden, batch, device)
+        if peer is not None:
+            steps['sb3-contrib'] = peer
         rates: dict[str, list[float]] = {key: [] for key in steps}
         for _ in range(rounds):
             for key, step in steps.items():
-                rates[key].append(_rate(lambda: step(buffer.sample(batch)), seconds, device))
-        cost = sorted(s / v for s, v in zip(rates['sac'], rates[policy]))[rounds // 2]
-        print(f"{name}: sac {max(rates['sac']):.0f} updates/s, {policy} {max(rates[policy]):.0f} updates/s "
-              f"({policy} step = {cost:.2f} SAC steps)", flush=True)
-        results[name] = cost
+                rates[key].append(_rate(step, seconds, device))
+        costs = {key: sorted(s / v for s, v in zip(rates['sac'], rates[key]))[rounds // 2] for key in steps}
+        line = f"{name}: sac {max(rates['sac']):.0f} updates/s, {policy} {max(rates[policy]):.0f} updates/s " \
+               f"({policy} step = {costs[policy]:.2f} SAC steps)"
+        if peer is not None:
+            line += f", sb3-contrib {policy} {max(rates['sb3-contrib']):.0f} updates/s ({costs['sb3-contrib']:.2f} " \
+                    f"SAC steps: ours is {costs['sb3-contrib'] / costs[policy]:.2f}x its speed)"
+        print(line, flush=True)
+        results[name] = costs[policy]
     return results
+
+
+def _sb3_contrib_step(policy: str, obs: int, act: int, hidden: int, batch: int, device: str):
+    """SB3-contrib's one-gradient-step ``train`` of ``policy`` ('tqc' or 'crossq') at ding_lite's sizes (two hidden
+    layers of ``hidden``, 2 critics; TQC 25 quantiles, 2 dropped per critic; CrossQ its defaults but the critics'
+    width) on a buffer of 10000 random transitions; None where the package or the variant is not there."""
+    try:
+        import gymnasium as gym
+        import numpy as np
+        import sb3_contrib
+        from stable_baselines3.common.logger import configure
+    except ImportError:
+        return None
+    algo = {'tqc': getattr(sb3_contrib, 'TQC', None), 'crossq': getattr(sb3_contrib, 'CrossQ', None)}.get(policy)
+    if algo is None:
+        return None
+
+    class Spaces(gym.Env):
+        observation_space = gym.spaces.Box(-np.inf, np.inf, (obs,), np.float32)
+        action_space = gym.spaces.Box(-1.0, 1.0, (act,), np.float32)
+
+    kwargs = dict(net_arch=[hidden, hidden], n_critics=2) | (dict(n_quantiles=25) if policy == 'tqc' else {})
+    model = algo('MlpPolicy', Spaces(), batch_size=batch, learning_starts=0, learning_rate=1e-3, device=device,
+                 policy_kwargs=kwargs, buffer_size=10000)
+    model.set_logger(configure(None, []))
+    rng = np.random.default_rng(0)
+    for _ in range(10000):
+        model.replay_buffer.add(rng.normal(size=(1, obs)), rng.normal(size=(1, obs)),
+                                rng.uniform(-1, 1, (1, act)), rng.normal(size=1), np.zeros(1), [{}])
+    return lambda: model.train(gradient_steps=1, batch_size=batch)
 
 
 if __name__ == '__main__':

@@ -180,3 +180,13 @@ def test_eval_of_a_crossq_run_reproduces_its_best_evaluation_and_predict_and_exp
     assert np.allclose(agent.predict(obs)[:1], agent.predict(obs[0]))
     exported = torch.jit.load(agent.export(str(tmp_path / 'actor.pt')))
     assert np.allclose(exported(torch.as_tensor(obs)).numpy(), agent.predict(obs), atol=1e-6)
+
+
+def test_reaches_minus_250_on_pendulum(tmp_path):
+    """At hidden 64 and batch 64 (the zoo config's half and quarter), one update per env step, seeds 0-4 reached
+    -250 at 3.5k / 3.5k / 3.0k / 2.5k / 3.5k env steps."""
+    steps = small_variant_steps_to('pendulum_crossq_config', tmp_path / 'crossq', -250, THRESHOLD)
+    assert steps is not None and steps <= THRESHOLD
+
+
+THRESHOLD = 10_000  # the issue's goal; over twice the seeds' worst
