@@ -9,7 +9,7 @@ from ding_lite.registry import POLICY_REGISTRY
 
 POLICIES = {'sac': (3, 2, lambda: torch.rand(2) * 2 - 1), 'sqil_sac': (3, 2, lambda: torch.rand(2) * 2 - 1),
             'discrete_sac': (3, 4, lambda: torch.randint(4, ())), 'tqc': (3, 2, lambda: torch.rand(2) * 2 - 1),
-            'sac_v1': (3, 2, lambda: torch.rand(2) * 2 - 1)}
+            **{name: (3, 2, lambda: torch.rand(2) * 2 - 1) for name in ('sac_v1', 'redq', 'droq', 'crossq')}}
 
 
 def _policy(name):
