@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import io
 import textwrap
@@ -55,6 +56,7 @@ def config_docs(cls: type) -> dict[str, str]:
     return docs
 
 
+@functools.lru_cache(maxsize=None)  # a class's source is read and parsed once a process (each config compile asks)
 def _declared_comments(klass: type) -> dict[str, str]:
     try:
         source = textwrap.dedent(inspect.getsource(klass))

@@ -1,6 +1,6 @@
 """Many seeds in one run against the same seeds one at a time and as processes side by side.
 
-Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updates 300]``.
+Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updates 300] [--halfcheetah 20000]``.
 
 1. Pendulum zoo config, each seed to -250 (or 60k env steps), three ways per round, interleaved: one batched run
    (``--seeds``), the seeds one after another in one process, and one process per seed at once. Each way runs in a
@@ -8,6 +8,9 @@ Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updat
 2. The learn step alone at HalfCheetah's sizes (hidden 256, batch 256, obs 17, action 6) and Pendulum's (hidden 128,
    batch 128), S seeds stacked against one seed, ``--updates`` each, interleaved: updates/s per seed. The bare
    baseline is the single seed's step.
+3. With ``--halfcheetah N``: the HalfCheetah zoo config (``mujoco`` extra) for N env steps (its first 10k are random
+   actions), the seeds as one batched run against the first seed alone, each in a fresh subprocess: wall time and
+   updates/s per seed end to end (evaluations and collection included).
 """
 from __future__ import annotations
 
@@ -26,39 +29,43 @@ STOP, MAX_ENV_STEP = -250.0, 60_000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _pendulum(seeds: list[int], tmp: str) -> dict[str, float]:
+def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int) -> dict[str, float]:
+    """``dizoo_configs/<config>_config.py`` over ``seeds`` (one batched run where there are several) for at most
+    ``max_env_step``: wall time, and each seed's env steps to ``STOP``."""
     from ding_lite.config import read_config
     from entry import serial_pipeline
-    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'pendulum_sac_config.py'))
-    main.exp_name = os.path.join(tmp, 'pendulum_sac_seed0')
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', f'{config}_config.py'))
+    main.exp_name = os.path.join(tmp, f'{config}_seed0')
     start = time.perf_counter()
-    serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=MAX_ENV_STEP)
+    serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=max_env_step)
     wall = time.perf_counter() - start
     steps = {}
     for seed in seeds:
-        rows = list(csv.DictReader(open(os.path.join(tmp, f'pendulum_sac_seed{seed}', 'log', 'evaluator.csv'))))
+        rows = list(csv.DictReader(open(os.path.join(tmp, f'{config}_seed{seed}', 'log', 'evaluator.csv'))))
         steps[seed] = next((int(r['envstep']) for r in rows if float(r['return_mean']) >= STOP), None)
     return {'wall_s': wall, 'env_steps': steps}
 
 
-def _child(mode: str, seeds: list[int]) -> None:
+def _child(mode: str, seeds: list[int], config: str, max_env_step: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if mode == 'batched':
-            result = _pendulum(seeds, tmp)
+            result = _zoo(config, seeds, tmp, max_env_step)
         else:  # 'sequential'
             start, steps = time.perf_counter(), {}
             for seed in seeds:
-                steps |= _pendulum([seed], tmp)['env_steps']
+                steps |= _zoo(config, [seed], tmp, max_env_step)['env_steps']
             result = {'wall_s': time.perf_counter() - start, 'env_steps': steps}
     result['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
     print(json.dumps(result))
 
 
-def _spawn(mode: str, seeds: list[int], threads: int | None = None) -> subprocess.Popen:
+def _spawn(mode: str, seeds: list[int], threads: int | None = None, config: str = 'pendulum_sac',
+           max_env_step: int = MAX_ENV_STEP) -> subprocess.Popen:
     env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
     return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
-                             '--seeds', ','.join(map(str, seeds))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, cwd=ROOT, env=env)
+                             '--seeds', ','.join(map(str, seeds)), '--config', config, '--max-env-step',
+                             str(max_env_step)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            cwd=ROOT, env=env)
 
 
 def _result(process: subprocess.Popen) -> dict:
@@ -80,6 +87,16 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
     outs = [_result(p) for p in parallel]
     yield 'processes', {'wall_s': time.perf_counter() - start, 'peak_rss_gb': sum(o['peak_rss_gb'] for o in outs),
                         'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
+
+
+def halfcheetah(seeds: list[int], env_steps: int) -> dict[str, float]:
+    """The HalfCheetah zoo config: the seeds batched, then the first seed alone; updates/s per seed end to end."""
+    updates = env_steps - 10_000  # its random_collect_size, then one update per env step
+    batched = _result(_spawn('batched', seeds, config='halfcheetah_sac', max_env_step=env_steps))
+    single = _result(_spawn('batched', seeds[:1], config='halfcheetah_sac', max_env_step=env_steps))
+    return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'],
+            'per_seed_batched': updates * len(seeds) / batched['wall_s'], 'per_seed_single': updates / single['wall_s'],
+            'peak_rss_gb': batched['peak_rss_gb']}
 
 
 SIZES = {'HalfCheetah': (17, 6, 256, 256), 'Pendulum': (3, 1, 128, 128)}  # obs, action, hidden, batch
@@ -128,13 +145,21 @@ def main() -> None:
     parser.add_argument('--updates', type=int, default=300)
     parser.add_argument('--device', default='cpu', help="the learn step's device (cuda: where a GPU is)")
     parser.add_argument('--skip-pendulum', action='store_true')
+    parser.add_argument('--halfcheetah', type=int, default=0, help='also HalfCheetah end to end, this many env steps')
     parser.add_argument('--child', default=None)
+    parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
+    parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
     args = parser.parse_args()
     from entry.serial_seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
-        _child(args.child, seeds)
+        _child(args.child, seeds, args.config, args.max_env_step)
         return
+    if args.halfcheetah:
+        result = halfcheetah(seeds, args.halfcheetah)
+        print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched {result['batched_s']:.0f} s "
+              f"({result['per_seed_batched']:.1f} updates/s per seed, peak RSS {result['peak_rss_gb']:.2f} GB), one "
+              f"seed {result['single_s']:.0f} s ({result['per_seed_single']:.1f} updates/s)", flush=True)
     for sizes in SIZES:
         step = learn_step(len(seeds), args.updates, args.device, sizes)
         print(f"learn step, {sizes} sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
