@@ -32,12 +32,19 @@ def ray_tmp():
 
 @pytest.fixture(scope='module')
 def cluster(ray_tmp):
+    # Ray's Cluster writes the head's address into the default temp folder whatever temp_dir says (Ray 2.60), and
+    # fails where that folder is not there yet (a fresh machine): make it, and take the file away after
+    address_file = ray._private.utils.get_ray_address_file(None)
+    os.makedirs(os.path.dirname(address_file), exist_ok=True)
+    had_address = os.path.exists(address_file)
     cluster = Cluster(initialize_head=True, head_node_args=dict(num_cpus=0, include_dashboard=False,
                                                                 temp_dir=ray_tmp))
     ray.init(address=cluster.address, include_dashboard=False, logging_level='WARNING')
     yield cluster
     ray.shutdown()
     cluster.shutdown()
+    if not had_address and os.path.exists(address_file):
+        os.remove(address_file)
 
 
 def _three_worker_nodes(cluster):
