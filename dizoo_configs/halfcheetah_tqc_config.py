@@ -2,8 +2,8 @@
 learning rate 3e-4, batch 256) and the paper's HalfCheetah setting of 0 atoms dropped per critic. One env, one
 learn step per env step, and the SAC config's 10k random steps, for a like-for-like row beside SAC's.
 
-Expected: return 6020 / 4265 at 100k env steps (seeds 0 / 1; SAC's config, at learning rate 1e-3, 7030 / 6888 on the
-same seeds), 9.8 ms an env step on 2 CPU cores (SAC 6.8 ms) (``ding_lite -m serial -c
+Expected: return 6020 / 4265 at 100k env steps (seeds 0 / 1; at learning rate 1e-3, 6342 / 4812; SAC's config 7030 /
+6888 on the same seeds), 9.8 ms an env step on 2 CPU cores (SAC 6.8 ms) (``ding_lite -m serial -c
 dizoo_configs/halfcheetah_tqc_config.py -s N --max-env-step 100000``, then ``-m eval`` of ``ckpt_last``).
 """
 from easydict import EasyDict
