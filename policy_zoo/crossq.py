@@ -69,7 +69,7 @@ class CrossQPolicy(SACPolicy):
         size = batch.obs.shape[0]
         q_both = self._critic(torch.cat([batch.obs, batch.next_obs]), torch.cat([batch.action, next_action]))
         q, q_next = q_both[:, :size], q_both[:, size:].detach()                         # [E, B] each
-        target_q = batch.reward + self._gamma * (1 - batch.done) * (q_next.min(0).values - self._alpha.value * log_prob)
+        target_q = self._bootstrap(batch, q_next.min(0).values - self._alpha.value * log_prob)
         return q - target_q, q, target_q
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:

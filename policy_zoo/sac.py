@@ -117,11 +117,11 @@ class SACPolicy(Policy):
         if cfg.collect.unroll_len != 1:
             raise ConfigError(f"policy.collect.unroll_len={cfg.collect.unroll_len}: the SAC family learns from single "
                               f"transitions (no sequence model); set it to 1")
-        delay = cfg.learn.get('policy_delay', 1)
+        delay = cfg.learn.policy_delay
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
                               f"{delay!r}")
-        if delay > 1 and cfg.learn.get('cuda_graph'):
+        if delay > 1 and cfg.learn.cuda_graph:
             raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
                               f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
 
@@ -142,12 +142,12 @@ class SACPolicy(Policy):
     def _init_learn(self) -> None:
         learn = self._cfg.learn
         self._gamma = learn.discount_factor
-        self._policy_delay = learn.get('policy_delay', 1)    # critic steps per actor step
+        self._policy_delay = learn.policy_delay              # critic steps per actor step
         self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
-        betas = learn.get('adam_betas', (0.9, 0.999))
-        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, betas)
-        self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy, betas)
+        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, learn.adam_betas)
+        self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy,
+                                           learn.adam_betas)
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
@@ -244,8 +244,11 @@ class SACPolicy(Policy):
 
     @torch.no_grad()
     def _td_target(self, batch: Batch) -> Tensor:
-        """``r + gamma (1 - done) _soft_target_v(s')``: ``[B]``, or ``[B, K]`` where the soft value has K atoms."""
-        v = self._soft_target_v(batch.next_obs)
+        """The TD target from ``_soft_target_v(s')``."""
+        return self._bootstrap(batch, self._soft_target_v(batch.next_obs))
+
+    def _bootstrap(self, batch: Batch, v: Tensor) -> Tensor:
+        """``r + gamma (1 - done) v``: ``[B]``, or ``[B, K]`` where the soft value ``v`` has K atoms."""
         reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
         return reward + self._gamma * (1 - done) * v
 

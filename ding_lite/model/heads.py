@@ -36,10 +36,14 @@ def mlp(in_size: int, hidden_size: int, layer_num: int, activation: str | nn.Mod
     layers: list[nn.Module] = []
     for index in range(layer_num + 1):
         size = in_size if index == 0 else hidden_size
-        layers += [BatchRenorm(size, **batch_renorm)] if batch_renorm is not None else []
-        layers += [nn.Linear(size, hidden_size), get_activation(activation)]
-    layers += [BatchRenorm(hidden_size, **batch_renorm)] if batch_renorm is not None else []
+        layers += [*_renorm(size, None, batch_renorm), nn.Linear(size, hidden_size), get_activation(activation)]
+    layers += _renorm(hidden_size, None, batch_renorm)
     return nn.Sequential(*layers)
+
+
+def _renorm(size: int, ensemble_size: int | None, batch_renorm: dict | None) -> list[nn.Module]:
+    """``[BatchRenorm(size)]`` with the keywords ``batch_renorm``, or nothing where it is None."""
+    return [BatchRenorm(size, ensemble_size, **batch_renorm)] if batch_renorm is not None else []
 
 
 class BatchRenorm(nn.Module):
@@ -121,16 +125,14 @@ def ensemble_mlp(ensemble_size: int, in_size: int, hidden_size: int, layer_num: 
     """``ensemble_size`` MLPs of identical shape evaluated together; output ``[E, B, out]``. Each hidden block is
     Linear, then Dropout (``dropout`` > 0), then LayerNorm (``layer_norm``), then the activation (DroQ's order).
     With ``batch_renorm`` (``BatchRenorm``'s keywords), a BatchRenorm before every Linear (CrossQ's critic)."""
-    def renorm(size: int) -> list[nn.Module]:
-        return [BatchRenorm(size, ensemble_size, **batch_renorm)] if batch_renorm is not None else []
     layers: list[nn.Module] = []
     for index in range(layer_num + 1):
         size = in_size if index == 0 else hidden_size
-        layers += [*renorm(size), EnsembleLinear(ensemble_size, size, hidden_size)]
+        layers += [*_renorm(size, ensemble_size, batch_renorm), EnsembleLinear(ensemble_size, size, hidden_size)]
         layers += [nn.Dropout(dropout)] if dropout > 0 else []
         layers += [EnsembleLayerNorm(ensemble_size, hidden_size)] if layer_norm else []
         layers.append(get_activation(activation))
-    layers += [*renorm(hidden_size), EnsembleLinear(ensemble_size, hidden_size, out_size)]
+    layers += [*_renorm(hidden_size, ensemble_size, batch_renorm), EnsembleLinear(ensemble_size, hidden_size, out_size)]
     return nn.Sequential(*layers)
 
 

@@ -12,6 +12,7 @@ import torch
 from ding_lite.config import compile_config
 from ding_lite.data import default_collate
 from ding_lite.model.heads import BatchRenorm
+from ding_lite.rl_utils import tanh_gaussian_sample
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from entry import load_policy
 from policy_zoo import CrossQPolicy
@@ -103,7 +104,6 @@ def test_one_joint_critic_forward_and_the_target_from_its_second_half(monkeypatc
     assert calls == [(8, True)] and q.shape == (2, 4)          # one forward of [s; s'], in training mode
     torch.manual_seed(0)
     policy.model.actor.eval()
-    from ding_lite.rl_utils import tanh_gaussian_sample
     _, log_prob = tanh_gaussian_sample(*policy._actor(batch.next_obs))
     expected = batch.reward + 0.99 * (1 - batch.done) * (3.0 - 0.5 * log_prob)
     assert torch.allclose(target_q, expected) and target_q[0] == 0.0  # done: reward alone
