@@ -182,18 +182,31 @@ def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[
     if evaluator.should_eval(learner.train_iter):
         with timer.phase('eval'):
             stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-        if progress is not None:
-            progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
+        show_eval(progress, info)
         if stop:
             return True
     with timer.phase('collect'):
-        store(cfg, run, collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter))
+        batch = collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter)
+    store_round(cfg, run, batch, after_collect, progress)
+    return False
+
+
+def show_eval(progress: RunProgress | None, info: dict[str, float]) -> None:
+    if progress is not None:
+        progress.set_postfix(eval_return=f"{info['return_mean']:.1f}")
+
+
+def store_round(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any], after_collect: Callable[[], None] | None,
+                progress: RunProgress | None) -> None:
+    """A collected round's ``batch`` into the run (``store``, then ``after_collect``); set the round's learn
+    steps."""
+    with run.timer.phase('collect'):
+        store(cfg, run, batch)
         if after_collect is not None:
             after_collect()
     if progress is not None:
-        progress.update(collector.envstep - progress.n)
+        progress.update(run.collector.envstep - progress.n)
     run.loop.updates_left = cfg.policy.learn.update_per_collect
-    return False
 
 
 def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,

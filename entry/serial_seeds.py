@@ -15,15 +15,20 @@ from typing import Any, Callable, Iterator
 
 import torch
 from easydict import EasyDict
-from torch import nn
+from torch import Tensor, nn
 
 from ding_lite.config import ConfigError, read_config
+from ding_lite.data import ReplayBuffer
+from ding_lite.data.seed_buffers import SeedBuffers
+from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
+from ding_lite.worker.collector import collect_batches
+from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
-from policy_zoo.seed_axis import SeedAxis, why_not_vectorised
+from policy_zoo.seed_axis import Fields, SeedAxis, why_not_vectorised
 from .run import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
-from .serial_entry import begin_run, build_serial, collect_round, warm_up
-from .utils import compile_input, compile_run, learner_threads
+from .serial_entry import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
+from .utils import collect_batch, compile_input, compile_run, learner_threads
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -123,12 +128,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
             for run in [r for r in runs if _finished(r, max_env_step) or _had_stopped(r)]:
                 seeds.finish(run, interrupted)  # a resumed run's seeds that had ended stay as they were
             while seeds.active and not interrupted.is_set():
-                for run in list(seeds.active):
-                    if run.loop.updates_left == 0:
-                        with _stream(run):
-                            stop = collect_round(run.cfg, run, run.after_collect, bar if run is first else None)
-                        if stop:
-                            seeds.finish(run, interrupted)
+                _collect_round(seeds, {id(first): bar}, interrupted)
                 _learn_round(seeds, interrupted)
                 for run in list(seeds.active):
                     _log_times(run)
@@ -163,27 +163,72 @@ def _had_stopped(run: SimpleNamespace) -> bool:
     return run.learner.last_resume_point is not None and last is not None and last >= run.evaluator.stop_value
 
 
+def _collect_round(seeds: _Seeds, bars: dict[int, RunProgress], interrupted: threading.Event) -> None:
+    """Each seed due a collect round: its evaluation if due, then its collection. Where the seeds share an axis,
+    one eval forward and one collect forward act for every seed's envs at each env step (``_Seeds.joint``); else
+    each seed runs its round alone, on its own random stream."""
+    due = [run for run in seeds.active if run.loop.updates_left == 0]
+    if not seeds.joint(due):
+        for run in due:
+            with _stream(run):
+                stop = collect_round(run.cfg, run, run.after_collect, bars.get(id(run)))
+            if stop:
+                seeds.finish(run, interrupted)
+        return
+    evaluating = [run for run in due if run.evaluator.should_eval(run.learner.train_iter)]
+    if evaluating:
+        with _phase(evaluating, 'eval'):
+            returns = run_episodes_together([run.evaluator for run in evaluating], seeds.forward('eval', evaluating))
+            stops = []
+            for run, seed_returns in zip(evaluating, returns):
+                stop, info = run.evaluator.record(seed_returns, run.learner.save_checkpoint, run.learner.train_iter,
+                                                  run.collector.envstep, run.evaluator.episode_metrics)
+                show_eval(bars.get(id(run)), info)
+                stops.append(stop)
+        for run in [run for run, stop in zip(evaluating, stops) if stop]:
+            seeds.finish(run, interrupted)
+    collecting = [run for run in due if any(run is active for active in seeds.active)]
+    if not seeds.joint(collecting):  # seeds that stopped left one seed
+        for run in collecting:
+            with _stream(run), run.timer.phase('collect'):
+                batch = collect_batch(run.collector, run.cfg.policy.collect.n_sample, run.learner.train_iter)
+            store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)))
+        return
+    with _phase(collecting, 'collect'):
+        batches = collect_batches([run.collector for run in collecting], collecting[0].cfg.policy.collect.n_sample,
+                                  collecting[0].learner.train_iter, forward=seeds.forward('collect', collecting))
+    for run, batch in zip(collecting, batches):
+        store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)))
+
+
+@contextlib.contextmanager
+def _phase(runs: list[SimpleNamespace], name: str) -> Iterator[None]:
+    """Every seed's ``name`` phase timed as the one shared step's."""
+    with contextlib.ExitStack() as timing:
+        for run in runs:
+            timing.enter_context(run.timer.phase(name))
+        yield
+
+
 def _learn_round(seeds: _Seeds, interrupted: threading.Event) -> None:
     """The seeds' learn steps of this round in lockstep (they collect alike); a seed whose buffer holds less than
     a batch ends its round, as a single run's does."""
     while not interrupted.is_set():
-        ready, batches = [], []
+        ready = []
         for run in [run for run in seeds.active if run.loop.updates_left > 0]:
             run.loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
-            batch_size = run.cfg.policy.learn.batch_size
-            if run.buffer.count() < batch_size:
+            if run.buffer.count() < run.cfg.policy.learn.batch_size:
                 run.loop.updates_left = 0
                 continue
             ready.append(run)
-            batches.append(run.sample(batch_size))
         if not ready:
             return
-        with contextlib.ExitStack() as timing:  # every seed's learn time is the stacked step's
-            for run in ready:
-                timing.enter_context(run.timer.phase('learn'))
-            outputs = seeds.forward(ready, batches)
-            for run, batch, output in zip(ready, batches, outputs):
+        with _phase(ready, 'learn'):
+            batches = seeds.sample(ready, ready[0].cfg.policy.learn.batch_size)
+            outputs = seeds.update(ready, batches)
+            for k, (run, output) in enumerate(zip(ready, outputs)):
                 run.output = output
+                batch = batches[k] if isinstance(batches, list) else {key: v[k] for key, v in batches.items()}
                 run.learner.train(batch, run.collector.envstep)
 
 
@@ -199,13 +244,37 @@ class _Seeds:
     """The seeds still training and the ``SeedAxis`` over them (none while one seed is left: it trains alone)."""
 
     def __init__(self, runs: list[SimpleNamespace]) -> None:
-        self.active = list(runs)
+        self.runs, self.active = list(runs), list(runs)
+        self._buffers: SeedBuffers | None | bool = None  # built at the first sample; False: the seeds cannot share
         for run in runs:
             run.own_forward = run.learner.policy.forward  # the seed's learn step, while it trains alone
         self._axis: SeedAxis | None = None
         self._stale = True  # stacked at the first update: seeds that ended before it never are
 
-    def forward(self, runs: list[SimpleNamespace], batches: list[Any]) -> list[dict | None]:
+    def sample(self, runs: list[SimpleNamespace], batch_size: int) -> list[Any] | Fields:
+        """The seeds' batches: one gather from the buffers' shared tensors (``[S, B, ...]`` fields) where every
+        seed samples its buffer plainly and the seeds share an update; else each seed's own sampler."""
+        if self._stale:
+            self._restack()
+        buffers = self._shared_buffers() if self._axis is not None else None
+        if buffers is None:
+            return [run.sample(batch_size) for run in runs]
+        seat = {id(run): k for k, run in enumerate(self.runs)}
+        return Fields(buffers.sample([seat[id(run)] for run in runs], batch_size))
+
+    def _shared_buffers(self) -> SeedBuffers | None:
+        if self._buffers is False:
+            return None
+        if self._buffers is None or not self._buffers.intact():
+            plain = all(getattr(run.sample, '__self__', None) is run.buffer and
+                        type(run.buffer).sample is ReplayBuffer.sample for run in self.runs)
+            try:
+                self._buffers = SeedBuffers([run.buffer for run in self.runs]) if plain else False
+            except ValueError:  # fields of another form (nested): each seed samples its own
+                self._buffers = False
+        return self._buffers or None
+
+    def update(self, runs: list[SimpleNamespace], batches: list[Any] | Fields) -> list[dict | None]:
         """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it)."""
         if self._stale:
             self._restack()
@@ -214,6 +283,28 @@ class _Seeds:
         if len(runs) != len(self.active):
             raise RuntimeError("the seeds of one run learn in lockstep; a seed fell behind")
         return self._axis.forward(batches)
+
+    def joint(self, runs: list[SimpleNamespace]) -> bool:
+        """True where ``runs`` (every active seed) can act through one forward of the axis: plain collectors and
+        evaluators, and the policy's own batch forwards."""
+        if self._stale:
+            self._restack()
+        return self._axis is not None and len(runs) == len(self.active) and all(
+            type(run.collector).collect_batch is SampleSerialCollector.collect_batch and
+            type(run.evaluator).eval is InteractionSerialEvaluator.eval and
+            type(run.evaluator).run_episodes is InteractionSerialEvaluator.run_episodes for run in runs) and \
+            all(self._axis.can_act(mode) for mode in ('collect', 'eval'))
+
+    def forward(self, mode: str, runs: list[SimpleNamespace]) -> Callable[[list[Tensor], list[int]], list[dict]]:
+        """``collect_batches``' and ``run_episodes_together``'s forward: one ``SeedAxis.act`` for ``runs``."""
+        def act(obs: list[Tensor], which: list[int]) -> list[dict]:
+            seat = {id(run): k for k, run in enumerate(self.active)}
+            stacked: list[Tensor | None] = [None] * len(self.active)
+            for j, o in zip(which, obs):
+                stacked[seat[id(runs[j])]] = o
+            outputs = self._axis.act(mode, stacked)
+            return [outputs[seat[id(runs[j])]] for j in which]
+        return act
 
     def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
         """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""

@@ -45,11 +45,11 @@ class DiscreteSACPolicy(SACPolicy):
         self._eps_fn = epsilon_greedy(**self._cfg.other.eps)
         self._collect_envstep = 0
 
-    def _forward_collect_batch(self, obs: Any, eps: float | None = None, **kwargs: Any) -> dict[str, Tensor]:
+    def _collect_kwargs(self, n_rows: int, eps: float | None = None, **kwargs: Any) -> dict[str, Any]:
         if eps is None:  # the schedule runs on env steps this policy has acted for
             eps = self._eps_fn(self._collect_envstep)
-        self._collect_envstep += batch_len(obs)
-        return super()._forward_collect_batch(obs, eps=eps, **kwargs)
+        self._collect_envstep += n_rows
+        return {**kwargs, 'eps': eps}
 
     def _state_dict_collect(self) -> dict[str, Any]:
         return super()._state_dict_collect() | {'collect_envstep': self._collect_envstep}  # the eps clock

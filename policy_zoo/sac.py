@@ -28,7 +28,7 @@ def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = Fals
     (loss.sum() if seed_axis else loss).backward()
     grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
     if seed_axis:
-        norm = torch.stack([g.reshape(len(g), -1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
+        norm = torch.linalg.vector_norm(torch.cat([g.reshape(len(g), -1) for g in grads], 1), dim=1)
     else:
         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
     optimizer.step()

@@ -69,13 +69,16 @@ class ReplayBuffer:
     def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
         """``batch_size`` transitions drawn uniformly with replacement, as one collated batch (the learner
         iteration is DI-engine's and unused)."""
-        self._check_can_sample(batch_size)
-        index = torch.randint(self._count, (batch_size,), device=self.device)
-        return self._gather(index)
+        return self._gather(*self._draw(batch_size))
 
-    def _gather(self, index: Tensor, **extra: Tensor) -> Batch:
+    def _draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:
+        """The slots a sample of ``batch_size`` reads, and the fields it adds (a prioritized buffer's weights)."""
+        self._check_can_sample(batch_size)
+        return torch.randint(self._count, (batch_size,), device=self.device), {}
+
+    def _gather(self, index: Tensor, extra: dict[str, Tensor] | None = None) -> Batch:
         flat = {path: storage.index_select(0, index) for path, storage in self._storage.items()}
-        flat.update({(k,): v for k, v in extra.items()})
+        flat.update({(k,): v for k, v in (extra or {}).items()})
         return unflatten_batch(flat)
 
     def _check_can_sample(self, batch_size: int) -> None:

@@ -8,7 +8,6 @@ from torch import Tensor
 
 from ..registry import BUFFER_REGISTRY
 from .buffer import ReplayBuffer
-from .collate import Batch
 from .segment_tree import MinSegmentTree, SumSegmentTree
 
 
@@ -46,7 +45,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._sum_tree.update(index, priority ** self.alpha)
         self._min_tree.update(index, priority ** self.alpha)
 
-    def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
+    def _draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:
         """Stratified proportional sampling; ``priority_IS`` is normalised by the largest possible weight."""
         self._check_can_sample(batch_size)
         total = self._sum_tree.reduce()
@@ -57,7 +56,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         min_prob = self._min_tree.reduce() / total
         weight = (prob / min_prob).pow(-self.beta).to(torch.get_default_dtype())
         self.beta = min(1.0, self.beta + self._beta_step)
-        return self._gather(index, priority_IS=weight, replay_buffer_idx=index)
+        return index, {'priority_IS': weight, 'replay_buffer_idx': index}
 
     def update(self, info: dict[str, Tensor]) -> None:
         """Set the priorities of ``info['replay_buffer_idx']`` to ``info['priority']`` (e.g. |TD error|).

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -92,15 +92,15 @@ class _SerialCollector:
         self.envstep += len(steps)
         return steps
 
-    def _step_columns(self, keys: list[str], policy_kwargs: dict | None) -> dict[str, np.ndarray] | None:
-        """``_step`` as columns (an array per transition field, a row per env) through the env manager's
-        ``step_batch``; None, before anything is stepped, where the observations do not stack into one array."""
+    def _ready_columns(self) -> tuple[list[int], np.ndarray] | None:
+        """The ready envs' ids and their observations stacked (float32); None where they do not stack."""
         ready = self._env.ready_obs_batch()
-        if ready is None:
-            return None
-        ids, obs = ready
-        obs = to_float32(obs)
-        output = self._policy.forward_batch(torch.from_numpy(obs), **(policy_kwargs or {}))
+        return None if ready is None else (ready[0], to_float32(ready[1]))
+
+    def _step_columns(self, keys: list[str], ids: list[int], obs: np.ndarray,
+                      output: dict[str, Tensor]) -> dict[str, np.ndarray]:
+        """``_step`` as columns (an array per transition field, a row per env) through the env manager's
+        ``step_batch``: the ready envs ``ids`` (``_ready_columns``) act on the policy's ``output`` for ``obs``."""
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
         step = self._env.step_batch(ids, columns['action'])
         for env_id in step.restarted:  # a restarted env's broken step: no transition
@@ -230,26 +230,47 @@ class SampleSerialCollector(_SerialCollector):
         """``collect``'s samples as one batch (a tensor per field, leading dim = samples), what
         ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager has ``step_batch``,
         each env step is handled as columns, with no per-transition dicts; the samples are the same either way."""
-        keys = self._columnar_keys() if type(self).collect is SampleSerialCollector.collect else None
-        if keys is None:
-            return default_collate(self.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
-        if n_sample is None or n_sample <= 0:
-            raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
-        chunks: list[dict[str, np.ndarray]] = []
-        count, start = 0, time.perf_counter()
-        while count < n_sample:
-            columns = self._step_columns(keys, policy_kwargs)
-            if columns is None:  # observations of another form (dicts): per-env transitions
-                if chunks:
-                    raise ValueError("the envs' observations stopped stacking into one array mid-collect")
-                return default_collate(self.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
-            chunks.append(columns)
-            count += len(columns['reward'])
-        self.collect_time = time.perf_counter() - start
-        self._maybe_log(train_iter)
-        if len(chunks) == 1:  # one env step was enough: its arrays are the batch
-            return {k: torch.from_numpy(v) for k, v in chunks[0].items()}
-        return {k: torch.from_numpy(np.concatenate([c[k] for c in chunks])) for k in chunks[0]}
+        return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
+
+
+# (stacked observations of the collectors at these positions, the positions) -> the policy outputs, one each
+Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
+
+
+def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | None, train_iter: int = 0,
+                    policy_kwargs: dict | None = None, forward: Forward | None = None) -> list[dict[str, Any]]:
+    """``collect_batch`` of each collector, stepped together: at each env step one ``forward`` call (default: each
+    collector's own policy) acts for the ready envs of every collector still short of ``n_sample``. Where one of
+    them cannot step as columns, each collects on its own (``collect``)."""
+    keys = [c._columnar_keys() if type(c).collect is SampleSerialCollector.collect else None for c in collectors]
+    if any(k is None for k in keys):
+        return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False) for c in collectors]
+    if n_sample is None or n_sample <= 0:
+        raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
+    forward = forward or (lambda obs, todo: [collectors[k]._policy.forward_batch(o, **(policy_kwargs or {}))
+                                             for k, o in zip(todo, obs)])
+    chunks: list[list[dict[str, np.ndarray]]] = [[] for _ in collectors]
+    counts, start = [0] * len(collectors), time.perf_counter()
+    while todo := [k for k, count in enumerate(counts) if count < n_sample]:
+        ready = [collectors[k]._ready_columns() for k in todo]
+        if any(r is None for r in ready):  # observations of another form (dicts): per-env transitions
+            if any(chunks):
+                raise ValueError("the envs' observations stopped stacking into one array mid-collect")
+            return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
+                    for c in collectors]
+        outputs = forward([torch.from_numpy(obs) for _, obs in ready], todo)
+        for k, (ids, obs), output in zip(todo, ready, outputs):
+            chunks[k].append(collectors[k]._step_columns(keys[k], ids, obs, output))
+            counts[k] += len(chunks[k][-1]['reward'])
+    batches = []
+    for collector, parts in zip(collectors, chunks):
+        collector.collect_time = time.perf_counter() - start
+        collector._maybe_log(train_iter)
+        if len(parts) == 1:  # one env step was enough: its arrays are the batch
+            batches.append({k: torch.from_numpy(v) for k, v in parts[0].items()})
+        else:
+            batches.append({k: torch.from_numpy(np.concatenate([c[k] for c in parts])) for k in parts[0]})
+    return batches
 
 
 @SERIAL_COLLECTOR_REGISTRY.register('episode')

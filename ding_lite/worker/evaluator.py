@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from easydict import EasyDict
+from torch import Tensor
 
 from ..data.collate import to_float32, to_ndarray, to_scalar
 from ..registry import SERIAL_EVALUATOR_REGISTRY
@@ -20,6 +21,8 @@ from .logger import build_logger, format_scalars, write_scalars
 MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
 CSV_COLUMNS = ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min', 'return_max']
 CSV_HEADER = ','.join(CSV_COLUMNS) + '\n'  # then a column per info metric (success_rate, ...), as they appear
+# (stacked observations of the evaluators at these positions, the positions) -> the policy outputs, one each
+Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
 
 
 @SERIAL_EVALUATOR_REGISTRY.register('interaction')
@@ -70,47 +73,50 @@ class InteractionSerialEvaluator:
     def run_episodes(self) -> list[float]:
         """Returns of ``n_episode`` deterministic episodes (each env runs its share); their info metrics are in
         ``episode_metrics``."""
+        return run_episodes_together([self])[0]
+
+    def _begin_episodes(self) -> None:
         self._env.reset()
         self._policy.reset()
-        quota = self._episode_quota()
-        returns: list[float] = []
+        self._quota, self._returns, self._broken = self._episode_quota(), [], 0
         self.episode_metrics = []
-        broken = 0
-        while any(quota.values()):
-            timesteps = self._env.step(self._actions(quota))
-            for env_id, timestep in timesteps.items():
-                if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
-                    self._policy.reset([env_id])
-                    broken += 1
-                    if broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
-                        raise RuntimeError(f"evaluation cannot finish: {broken} episodes broke off by env restarts "
-                                           f"(last error: {timestep.info.get('error')})")
-                    continue
-                if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
-                    returns.append(_episode_return(timestep.info, env_id))
-                    self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
-                    quota[env_id] -= 1
-                    self._policy.reset([env_id])
-        return returns
 
-    def _actions(self, quota: dict[int, int]) -> dict[int, Any]:
-        """The eval policy's actions for the ready envs with episodes still to run: one batch forward over their
-        stacked observations where the policy and env manager offer it, else the per-env forward."""
+    def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
+        """The ready envs with episodes still to run and their observations stacked, where the policy and the env
+        manager offer a batch forward (else None: ``_per_env_actions``)."""
         forward_batch = getattr(self._policy, 'forward_batch', None)
         ready = self._env.ready_obs_batch() if forward_batch and hasattr(self._env, 'ready_obs_batch') else None
         if ready is None:
-            obs = {i: o for i, o in self._env.ready_obs.items() if quota[i] > 0}
-            if not obs:
-                raise RuntimeError('evaluator envs stopped before the requested episodes finished')
-            return {i: to_ndarray(out['action']) for i, out in self._policy.forward(obs).items()}
+            return None
         ids, obs = ready
-        rows = [k for k, i in enumerate(ids) if quota[i] > 0]
+        rows = [k for k, i in enumerate(ids) if self._quota[i] > 0]
         if not rows:
             raise RuntimeError('evaluator envs stopped before the requested episodes finished')
         if len(rows) < len(ids):
             ids, obs = [ids[k] for k in rows], obs[rows]
-        action = forward_batch(torch.from_numpy(to_float32(obs)))['action'].numpy(force=True)
-        return dict(zip(ids, action))
+        return ids, to_float32(obs)
+
+    def _per_env_actions(self) -> dict[int, Any]:
+        obs = {i: o for i, o in self._env.ready_obs.items() if self._quota[i] > 0}
+        if not obs:
+            raise RuntimeError('evaluator envs stopped before the requested episodes finished')
+        return {i: to_ndarray(out['action']) for i, out in self._policy.forward(obs).items()}
+
+    def _advance(self, actions: dict[int, Any]) -> None:
+        """Step the envs with ``actions``; count the episodes that ended."""
+        for env_id, timestep in self._env.step(actions).items():
+            if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
+                self._policy.reset([env_id])
+                self._broken += 1
+                if self._broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
+                    raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env "
+                                       f"restarts (last error: {timestep.info.get('error')})")
+                continue
+            if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
+                self._returns.append(_episode_return(timestep.info, env_id))
+                self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
+                self._quota[env_id] -= 1
+                self._policy.reset([env_id])
 
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1) -> tuple[bool, dict[str, float]]:
@@ -168,6 +174,23 @@ class InteractionSerialEvaluator:
     def close(self) -> None:
         if self._env is not None:
             self._env.close()
+
+
+def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
+                          forward: Forward | None = None) -> list[list[float]]:
+    """``run_episodes`` of each evaluator, stepped together: at each env step one ``forward`` call (default: each
+    evaluator's own policy) acts for the ready envs of every evaluator with episodes left whose observations stack
+    (the others act per env)."""
+    forward = forward or (lambda obs, which: [evaluators[k]._policy.forward_batch(o) for k, o in zip(which, obs)])
+    for evaluator in evaluators:
+        evaluator._begin_episodes()
+    while running := [k for k, evaluator in enumerate(evaluators) if any(evaluator._quota.values())]:
+        ready = {k: rows for k in running if (rows := evaluators[k]._ready_rows()) is not None}
+        outputs = forward([torch.from_numpy(obs) for _, obs in ready.values()], list(ready)) if ready else []
+        actions = {k: dict(zip(ready[k][0], output['action'].numpy(force=True))) for k, output in zip(ready, outputs)}
+        for k in running:
+            evaluators[k]._advance(actions[k] if k in actions else evaluators[k]._per_env_actions())
+    return [evaluator._returns for evaluator in evaluators]
 
 
 def _csv_columns(path: str) -> list[str]:

@@ -20,7 +20,7 @@ from entry import serial_pipeline
 from entry.serial_seeds import parse_seeds
 from envs import BaseEnv, BaseEnvTimestep
 from policy_zoo import SACPolicy, create_policy
-from policy_zoo.seed_axis import SeedAxis
+from policy_zoo.seed_axis import Fields, SeedAxis
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
 
@@ -262,3 +262,117 @@ def test_sqil_and_demonstration_batches_stack_their_seeds(tmp_path):
             assert 'critic_loss' in (tmp_path / f'{run}_seed{seed}' / 'log' / 'learner.txt').read_text()
         assert 'one after another' not in (tmp_path / f'{run}_seed0' / 'log' / 'summary.txt').read_text()
     assert 'expert_td_error' in (tmp_path / 'sqil_seed1' / 'log' / 'learner.txt').read_text()
+
+
+def test_one_forward_acts_for_every_seed_as_its_own_forward_would():
+    """``SeedAxis.act``: seed k's eval outputs and collect distribution are its own forward's, whatever the other
+    seeds' row counts (a seed with nothing to act on is padded, and its exploration clock stays); each acting seed
+    records its collect outputs for its entropy log."""
+    torch.manual_seed(0)
+    policies = [create_policy(_policy_cfg('sac')) for _ in range(3)]
+    axis = SeedAxis(policies)
+    obs = [torch.randn(2, 3), None, torch.randn(4, 3)]
+    evaluated, collected = axis.act('eval', obs), axis.act('collect', obs)
+    assert evaluated[1] is None and collected[1] is None
+    for k in (0, 2):
+        own = policies[k]._forward_eval_batch(obs[k])
+        assert evaluated[k]['action'].shape == (len(obs[k]), 2)
+        torch.testing.assert_close(evaluated[k]['action'], own['action'])
+        torch.testing.assert_close(collected[k]['logit'], policies[k]._collect_act(obs[k])['logit'])
+        assert collected[k]['action'].abs().max() <= 1 and len(policies[k]._recent_outputs) == 1
+    assert not policies[1]._recent_outputs
+    discrete = [create_policy(_policy_cfg('discrete_sac')) for _ in range(2)]
+    SeedAxis(discrete).act('collect', [torch.randn(3, 3), None])
+    assert [p._collect_envstep for p in discrete] == [3, 0]  # each seed's eps schedule on its own env steps
+
+
+def test_seed_buffers_share_one_tensor_and_draw_each_seed_by_its_own_rule():
+    """The seeds' buffers become rows of one tensor (a push into a seed's buffer lands there) and one gather
+    reads each seed's own slots: a seed with 3 transitions is never read past them; a prioritized seed's weights
+    and slots come back per seed."""
+    from ding_lite.data import PrioritizedReplayBuffer, ReplayBuffer
+    from ding_lite.data.seed_buffers import SeedBuffers
+
+    def filled(cls, seed: int, n: int):
+        buffer = cls(dict(replay_buffer_size=8))
+        obs = torch.stack([torch.full((n,), float(seed)), torch.arange(n, dtype=torch.float32)], 1)  # (seed, slot)
+        buffer.push({'obs': obs, 'reward': torch.zeros(n)})
+        return buffer
+
+    buffers = [filled(ReplayBuffer, seed, n) for seed, n in ((0, 8), (1, 3), (2, 8))]
+    shared = SeedBuffers(buffers)
+    buffers[1].push({'obs': torch.tensor([[1.0, 7.0]]), 'reward': torch.zeros(1)})  # slot 3, now count 4
+    batch = shared.sample([1, 2], 64)
+    assert batch['obs'].shape == (2, 64, 2) and shared.intact()
+    assert batch['obs'][0, :, 0].eq(1).all() and batch['obs'][1, :, 0].eq(2).all()
+    assert set(batch['obs'][0, :, 1].tolist()) == {0.0, 1.0, 2.0, 7.0}  # seed 1's four slots, none beyond
+    prioritized = [filled(PrioritizedReplayBuffer, seed, 8) for seed in (0, 1)]
+    prioritized[1].update({'priority': torch.tensor([100.0] + [1e-6] * 7), 'replay_buffer_idx': torch.arange(8)})
+    batch = SeedBuffers(prioritized).sample([0, 1], 32)
+    assert batch['priority_IS'].shape == batch['replay_buffer_idx'].shape == (2, 32)
+    assert batch['replay_buffer_idx'][1].eq(0).all() and batch['obs'][1, :, 1].eq(0).all()
+    assert batch['replay_buffer_idx'][0].unique().numel() > 1
+
+
+def test_a_shared_buffer_batch_updates_as_the_seeds_own_batches():
+    """A ``SeedBuffers`` sample (every seed's fields stacked, preprocessed for all seeds at once) gives the update
+    that the same transitions as per-seed batches give."""
+    torch.manual_seed(0)
+    seeds = [create_policy(_policy_cfg('sac')) for _ in range(2)]
+    twins = [create_policy(_policy_cfg('sac'), model=copy.deepcopy(p.model)) for p in seeds]
+    stacked, per_seed = SeedAxis(seeds, randomness='same'), SeedAxis(twins, randomness='same')
+    for step in range(3):
+        batches = [_batch(False) for _ in range(2)]
+        fields = Fields({key: torch.stack([b[key] for b in batches]) for key in batches[0].keys()})
+        torch.manual_seed(step)
+        outputs = stacked.forward(fields)
+        torch.manual_seed(step)
+        torch.testing.assert_close(outputs, per_seed.forward(batches))
+    for k in range(2):
+        torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))
+
+
+@pytest.mark.parametrize('case', ['priority', 'subprocess', 'discrete', 'envpool'])
+def test_every_seed_acts_and_samples_through_the_shared_paths(tmp_path, monkeypatch, case):
+    """Prioritized replay, the subprocess and EnvPool managers and discrete SAC: two seeds collect and evaluate
+    through one forward per env step (never their own forwards once training starts) and learn from one gather,
+    and a prioritized seed's priorities move in its own buffer."""
+    if case == 'envpool':
+        pytest.importorskip('envpool')
+    main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+    main.exp_name = str(tmp_path / case)
+    if case == 'priority':
+        main.policy.update(priority=True, priority_IS_weight=True)
+        create.replay_buffer = dict(type='priority')
+    if case in ('subprocess', 'envpool'):
+        create.env_manager.type = case
+    if case == 'discrete':
+        del main.policy.model['obs_shape'], main.policy.model['action_shape']
+        create.env.type, create.policy.type = 'cartpole', 'discrete_sac'
+    calls = {'act': 0, 'gather': 0, 'own': 0, 'inside': False}
+    from ding_lite.data.seed_buffers import SeedBuffers
+    from policy_zoo.base_policy import Policy
+    for cls, name, key in ((SeedAxis, 'act', 'act'), (SeedBuffers, 'sample', 'gather'),
+                           (Policy, '_forward_eval_batch', 'own'), (Policy, '_collect_act', 'own')):
+        def counted(*args, _original=getattr(cls, name), _key=key, **kwargs):
+            if _key != 'own' or (calls['act'] and not calls['inside']):  # a seed's own forward once training began
+                calls[_key] += 1
+            calls['inside'] = calls['inside'] or _key == 'act'
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                calls['inside'] = calls['inside'] and _key != 'act'
+        monkeypatch.setattr(cls, name, counted)
+    policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=120)
+    assert calls['act'] > 0 and calls['gather'] > 0 and calls['own'] == 0
+    if case == 'priority':  # each seed's priorities, set by its own TD errors, in its own buffer file
+        from ding_lite.utils.checkpoint import load_file
+        priorities = []
+        for seed in (0, 1):
+            ckpt = tmp_path / f'priority_seed{seed}' / 'ckpt'
+            buffer = load_file(str(ckpt / load_checkpoint(str(ckpt / 'ckpt_last.pth.tar'))['buffer_file']), 'buffer')
+            priorities.append(buffer['replay_buffer']['extra']['priority'])
+            assert (priorities[-1] != 1).any()  # moved from the initial priority
+        assert not torch.equal(*priorities)
+    if case == 'discrete':
+        assert all(p._collect_envstep > 0 for p in policies)

@@ -1,0 +1,48 @@
+"""The replay buffers of a run of many seeds as one tensor per field, sampled in one gather."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .buffer import ReplayBuffer
+
+
+class SeedBuffers:
+    """Buffers of one class and size, one per seed, whose storage becomes rows of ``[S, size, ...]`` tensors (each
+    buffer's own tensors are views of its row: it pushes, saves and loads as before). ``sample`` draws each seed's
+    slots as its buffer would (its own count, its priorities) and reads all of them with one gather per field."""
+
+    def __init__(self, buffers: list[ReplayBuffer]) -> None:
+        self.buffers = list(buffers)
+        first = self.buffers[0]
+        if len({(type(b), b.size, b.device) for b in self.buffers}) > 1:
+            raise ValueError("the seeds' buffers differ in class, size or device; they cannot share one tensor")
+        schema = {path: (v.shape, v.dtype) for path, v in first._storage.items()}
+        if not schema or any(len(path) > 1 for path in schema) or any(
+                {path: (v.shape, v.dtype) for path, v in b._storage.items()} != schema for b in self.buffers):
+            raise ValueError("the seeds' buffers must hold the same flat fields to share one tensor")
+        self._stacked: dict[str, Tensor] = {}
+        for path in schema:
+            stacked = torch.stack([b._storage[path] for b in self.buffers])
+            for k, buffer in enumerate(self.buffers):
+                buffer._storage[path] = stacked[k]
+            self._stacked[path[0]] = stacked.flatten(0, 1)  # [S * size, ...]: seed k's slot i at k * size + i
+        self._views = [dict(b._storage) for b in self.buffers]
+
+    def intact(self) -> bool:
+        """Whether every buffer still holds its views (a buffer that reallocated, by loading a file of another
+        schema, has left the shared tensors)."""
+        return all(all(b._storage.get(p) is v for p, v in views.items()) and len(b._storage) == len(views)
+                   for b, views in zip(self.buffers, self._views))
+
+    def sample(self, seeds: list[int], batch_size: int) -> dict[str, Tensor]:
+        """``batch_size`` transitions of each of ``seeds`` (positions in ``buffers``): ``{field: [len(seeds),
+        batch_size, ...]}``, each seed's drawn by its own buffer's rule."""
+        draws = [self.buffers[k]._draw(batch_size) for k in seeds]
+        size = self.buffers[0].size
+        index = torch.stack([slots + k * size for k, (slots, _) in zip(seeds, draws)]).flatten()
+        fields = {key: storage.index_select(0, index).unflatten(0, (len(seeds), batch_size))
+                  for key, storage in self._stacked.items()}
+        for key in draws[0][1]:
+            fields[key] = torch.stack([extra[key] for _, extra in draws])
+        return fields
