@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ding_lite.data import Batch
-from ding_lite.data.collate import batch_len
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import epsilon_greedy
 from .sac import SACPolicy
