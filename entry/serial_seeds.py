@@ -1,8 +1,9 @@
 """Many seeds in one run: each seed its own run (folder, envs, buffer, evaluations, stop), one update for all.
 
-The loop is the serial loop, stepped for every seed in turn, except the learn step: the seeds' batches go through
-one ``SeedAxis`` update. A seed that reaches its stop value (or its budget) is finished at once (its folder is
-final) and leaves the axis; the run ends when every seed has.
+The loop is the serial loop with every seed in lockstep: at each env step one ``SeedAxis`` forward acts for every
+seed's envs (collecting and evaluating), one gather from the buffers' shared tensors (``SeedBuffers``) samples every
+seed's batch, and one ``SeedAxis`` update learns from them. A seed that reaches its stop value (or its budget) is
+finished at once (its folder is final) and leaves the axis; the run ends when every seed has.
 """
 from __future__ import annotations
 
@@ -142,8 +143,9 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
 
 @contextlib.contextmanager
 def _stream(run: SimpleNamespace) -> Iterator[None]:
-    """torch's generator on the seed's own stream while the seed collects: its actions' noise is drawn as if it
-    ran alone, whatever the other seeds draw (the stacked update draws for all seeds from the run's stream)."""
+    """torch's generator on the seed's own stream while the seed acts alone (its warm-up; its rounds where the
+    seeds cannot share a forward): its draws are as if it ran alone, whatever the other seeds draw (the shared
+    forwards and the stacked update draw for all seeds from the run's stream)."""
     shared = torch.get_rng_state()
     torch.set_rng_state(run.rng)
     try:

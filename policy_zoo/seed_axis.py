@@ -192,6 +192,8 @@ def _vmap(fn: Any, size: int, randomness: str, *args: Any) -> Any:
 def _map_tensors(fn: Any, value: Any) -> Any:
     if isinstance(value, Tensor):
         return fn(value)
+    if isinstance(value, list) and all(isinstance(v, Tensor) for v in value):  # the slots: one comprehension
+        return [fn(v) for v in value]
     if isinstance(value, (list, tuple)):
         return type(value)(_map_tensors(fn, v) for v in value)
     if isinstance(value, dict):
