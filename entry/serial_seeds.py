@@ -246,7 +246,8 @@ class _Seeds:
     """The seeds still training and the ``SeedAxis`` over them (none while one seed is left: it trains alone)."""
 
     def __init__(self, runs: list[SimpleNamespace]) -> None:
-        self.runs, self.active = list(runs), list(runs)
+        self.active = list(runs)
+        self._buffer_runs: list[SimpleNamespace] = []  # the seeds whose buffers share the tensors, in their order
         self._buffers: SeedBuffers | None | bool = None  # built at the first sample; False: the seeds cannot share
         for run in runs:
             run.own_forward = run.learner.policy.forward  # the seed's learn step, while it trains alone
@@ -261,17 +262,18 @@ class _Seeds:
         buffers = self._shared_buffers() if self._axis is not None else None
         if buffers is None:
             return [run.sample(batch_size) for run in runs]
-        seat = {id(run): k for k, run in enumerate(self.runs)}
+        seat = {id(run): k for k, run in enumerate(self._buffer_runs)}
         return Fields(buffers.sample([seat[id(run)] for run in runs], batch_size))
 
     def _shared_buffers(self) -> SeedBuffers | None:
         if self._buffers is False:
             return None
         if self._buffers is None or not self._buffers.intact():
+            self._buffer_runs = list(self.active)  # (a resumed seed that had stopped may hold no transitions)
             plain = all(getattr(run.sample, '__self__', None) is run.buffer and
-                        type(run.buffer).sample is ReplayBuffer.sample for run in self.runs)
+                        type(run.buffer).sample is ReplayBuffer.sample for run in self._buffer_runs)
             try:
-                self._buffers = SeedBuffers([run.buffer for run in self.runs]) if plain else False
+                self._buffers = SeedBuffers([run.buffer for run in self._buffer_runs]) if plain else False
             except ValueError:  # fields of another form (nested): each seed samples its own
                 self._buffers = False
         return self._buffers or None
