@@ -332,11 +332,12 @@ def test_a_shared_buffer_batch_updates_as_the_seeds_own_batches():
         torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))
 
 
-@pytest.mark.parametrize('case', ['priority', 'subprocess', 'discrete', 'envpool'])
+@pytest.mark.parametrize('case', ['priority', 'subprocess', 'discrete', 'envpool', 'norm_obs'])
 def test_every_seed_acts_and_samples_through_the_shared_paths(tmp_path, monkeypatch, case):
-    """Prioritized replay, the subprocess and EnvPool managers and discrete SAC: two seeds collect and evaluate
-    through one forward per env step (never their own forwards once training starts) and learn from one gather,
-    and a prioritized seed's priorities move in its own buffer."""
+    """Prioritized replay, the subprocess and EnvPool managers, discrete SAC and observation normalisation: two seeds
+    collect and evaluate through one forward per env step (never their own forwards once training starts) and learn
+    from one gather; a prioritized seed's priorities move in its own buffer, a seed's normaliser counts its own
+    observations."""
     if case == 'envpool':
         pytest.importorskip('envpool')
     main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
@@ -346,6 +347,8 @@ def test_every_seed_acts_and_samples_through_the_shared_paths(tmp_path, monkeypa
         create.replay_buffer = dict(type='priority')
     if case in ('subprocess', 'envpool'):
         create.env_manager.type = case
+    if case == 'norm_obs':
+        main.env.norm_obs = dict(use_norm=True)
     if case == 'discrete':
         del main.policy.model['obs_shape'], main.policy.model['action_shape']
         create.env.type, create.policy.type = 'cartpole', 'discrete_sac'
@@ -376,3 +379,6 @@ def test_every_seed_acts_and_samples_through_the_shared_paths(tmp_path, monkeypa
         assert not torch.equal(*priorities)
     if case == 'discrete':
         assert all(p._collect_envstep > 0 for p in policies)
+    if case == 'norm_obs':  # every collected observation, warm-up included, of the seed's own envs
+        norms = [p.model.obs_norm for p in policies]
+        assert [int(n.count) for n in norms] == [120, 120] and not torch.equal(norms[0].mean, norms[1].mean)
