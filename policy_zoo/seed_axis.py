@@ -96,6 +96,7 @@ class SeedAxis:
         self.lead._optimizer_step = functools.partial(_step, seed_axis=True)
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
+        vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
 
     def forward(self, batches: list[Batch | list[dict]] | Fields) -> list[dict[str, Tensor]]:
         """One update of every seed, seed k on ``batches[k]`` (or row k of every field of one ``Fields``: a
