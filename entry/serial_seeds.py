@@ -312,7 +312,7 @@ class _Seeds:
 
     def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
         """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""
-        self.active.remove(run)
+        self.active = [active for active in self.active if active is not run]  # (namespaces: by identity)
         run.learner.policy.forward = run.own_forward
         if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint
             self._axis.release()

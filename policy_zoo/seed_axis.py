@@ -122,23 +122,22 @@ class SeedAxis:
         rows ``obs[k]`` (None: nothing to act on; padded, as are shorter row counts); seed k's outputs, as its own
         ``forward_batch`` gives them. The collect forward's noise comes from the caller's stream, for all seeds."""
         present = [k for k, o in enumerate(obs) if o is not None]
-        rows = max(len(obs[k]) for k in present)
-        padded = [obs[present[0]][:0] if o is None else o for o in obs]
-        stacked = torch.stack([torch.cat([o, o.new_zeros((rows - len(o), *o.shape[1:]))]) for o in padded])
-        if mode == 'collect':
-            kws = {k: self.policies[k]._collect_kwargs(len(obs[k]), **kwargs) for k in present}
-            if any(kws[k] != kws[present[0]] for k in present):  # schedules apart: each seed its own forward
-                return [self.policies[k]._collect_act(obs[k], **kws[k]) if k in kws else None
-                        for k in range(len(obs))]
-            output = self._seedwise(functools.partial(self.lead._collect_act, **kws[present[0]]), stacked)
+        if mode == 'eval':
+            return self._split(self._seedwise(self.lead._forward_eval_batch, _padded(obs)), obs)
+        kws = {k: self.policies[k]._collect_kwargs(len(obs[k]), **kwargs) for k in present}
+        if any(kws[k] != kws[present[0]] for k in present):  # schedules apart: each seed its own forward
+            outputs = [self.policies[k]._collect_act(obs[k], **kws[k]) if k in kws else None for k in range(len(obs))]
         else:
-            output = self._seedwise(self.lead._forward_eval_batch, stacked)
-        outputs: list[dict[str, Tensor] | None] = [None] * len(obs)
-        for k in present:
-            outputs[k] = {key: _rows(value, k, len(obs[k])) for key, value in output.items()}
-            if mode == 'collect':
-                self.policies[k]._recent_outputs.append((outputs[k], kws[k]))
+            outputs = self._split(self._seedwise(functools.partial(self.lead._collect_act, **kws[present[0]]),
+                                                 _padded(obs)), obs)
+        for k in present:  # each seed's entropy log
+            self.policies[k]._recent_outputs.append((outputs[k], kws[k]))
         return outputs
+
+    @staticmethod
+    def _split(output: dict[str, Any], obs: list[Tensor | None]) -> list[dict[str, Tensor] | None]:
+        return [None if o is None else {key: _rows(value, k, len(o)) for key, value in output.items()}
+                for k, o in enumerate(obs)]
 
     def release(self) -> None:
         """Give every seed its own tensors again (the axis is unusable after): for a seed leaving the run."""
@@ -200,6 +199,14 @@ def _map_tensors(fn: Any, value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _map_tensors(fn, v) for key, v in value.items()}
     return value
+
+
+def _padded(obs: list[Tensor | None]) -> Tensor:
+    """``[S, rows, ...]``: each seed's observations, zero rows after them (and for a seed with none)."""
+    rows = max(len(o) for o in obs if o is not None)
+    template = next(o for o in obs if o is not None)
+    return torch.stack([torch.cat([o, o.new_zeros((rows - len(o), *o.shape[1:]))]) if o is not None else
+                        template.new_zeros((rows, *template.shape[1:])) for o in obs])
 
 
 def _rows(value: Any, seed: int, rows: int) -> Any:
