@@ -226,3 +226,25 @@ def test_cuda_graph_replays_draw_fresh_noise_and_repeat_for_a_seed(monkeypatch):
     first = probes()
     assert all(not torch.equal(a, b) for a, b in zip(first[4:], first[5:]))  # each replay: new numbers
     assert all(torch.equal(a, b) for a, b in zip(first, probes()))          # the same seed: the same numbers
+
+
+def test_many_seeds_on_cuda_act_and_sample_on_the_device(tiny_pendulum, monkeypatch):
+    """Two seeds on the GPU: one gather from the buffers' shared tensors on the device, one forward per env step,
+    and each seed's checkpoint is its own (it loads alone)."""
+    from ding_lite.data.seed_buffers import SeedBuffers
+    main, create = tiny_pendulum
+    main.policy.cuda = True
+    main.policy.other.replay_buffer.device = 'cuda'
+    devices, sample = set(), SeedBuffers.sample
+
+    def recording(self, seeds, batch_size):
+        batch = sample(self, seeds, batch_size)
+        devices.update(str(v.device) for v in batch.values())
+        return batch
+    monkeypatch.setattr(SeedBuffers, 'sample', recording)
+    policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=200)
+    assert devices == {'cuda:0'} and all(next(p._model.parameters()).is_cuda for p in policies)
+    for seed, policy in zip((0, 1), policies):
+        state = load_checkpoint(f'{main.exp_name}_seed{seed}/ckpt/ckpt_last.pth.tar')
+        for name, value in policy._model.state_dict().items():
+            assert torch.equal(state['model'][name].cpu(), value.cpu()), name

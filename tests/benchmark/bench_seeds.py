@@ -1,6 +1,7 @@
 """Many seeds in one run against the same seeds one at a time and as processes side by side.
 
-Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updates 300] [--halfcheetah 20000]``.
+Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updates 300] [--halfcheetah 20000]
+[--device cuda]`` (on a GPU, the issue's row: ``--seeds 0-9 --skip-pendulum --halfcheetah 20000 --device cuda``).
 
 1. Pendulum zoo config, each seed to -250 (or 60k env steps), three ways per round, interleaved: one batched run
    (``--seeds``), the seeds one after another in one process, and one process per seed at once. Each way runs in a
@@ -10,7 +11,8 @@ Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updat
    baseline is the single seed's step.
 3. With ``--halfcheetah N``: the HalfCheetah zoo config (``mujoco`` extra) for N env steps (its first 10k are random
    actions), the seeds as one batched run against the first seed alone, each in a fresh subprocess: wall time and
-   updates/s per seed end to end (evaluations and collection included).
+   updates/s per seed end to end (evaluations and collection included); with ``--device cuda`` the learner and its
+   buffer on the GPU.
 """
 from __future__ import annotations
 
@@ -29,13 +31,14 @@ STOP, MAX_ENV_STEP = -250.0, 60_000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int) -> dict[str, float]:
+def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str = 'cpu') -> dict[str, float]:
     """``dizoo_configs/<config>_config.py`` over ``seeds`` (one batched run where there are several) for at most
     ``max_env_step``: wall time, and each seed's env steps to ``STOP``."""
     from ding_lite.config import read_config
     from entry import serial_pipeline
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', f'{config}_config.py'))
     main.exp_name = os.path.join(tmp, f'{config}_seed0')
+    main.policy.cuda = device.startswith('cuda')  # the replay buffer follows the learner's device
     start = time.perf_counter()
     serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=max_env_step)
     wall = time.perf_counter() - start
@@ -46,10 +49,10 @@ def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int) -> dict[str
     return {'wall_s': wall, 'env_steps': steps}
 
 
-def _child(mode: str, seeds: list[int], config: str, max_env_step: int) -> None:
+def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if mode == 'batched':
-            result = _zoo(config, seeds, tmp, max_env_step)
+            result = _zoo(config, seeds, tmp, max_env_step, device)
         else:  # 'sequential'
             start, steps = time.perf_counter(), {}
             for seed in seeds:
@@ -60,12 +63,12 @@ def _child(mode: str, seeds: list[int], config: str, max_env_step: int) -> None:
 
 
 def _spawn(mode: str, seeds: list[int], threads: int | None = None, config: str = 'pendulum_sac',
-           max_env_step: int = MAX_ENV_STEP) -> subprocess.Popen:
+           max_env_step: int = MAX_ENV_STEP, device: str = 'cpu') -> subprocess.Popen:
     env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
     return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
                              '--seeds', ','.join(map(str, seeds)), '--config', config, '--max-env-step',
-                             str(max_env_step)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=ROOT, env=env)
+                             str(max_env_step), '--device', device], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
 
 
 def _result(process: subprocess.Popen) -> dict:
@@ -89,11 +92,12 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
                         'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
 
 
-def halfcheetah(seeds: list[int], env_steps: int) -> dict[str, float]:
-    """The HalfCheetah zoo config: the seeds batched, then the first seed alone; updates/s per seed end to end."""
+def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu') -> dict[str, float]:
+    """The HalfCheetah zoo config on ``device``: the seeds batched, then the first seed alone; updates/s per seed
+    end to end."""
     updates = env_steps - 10_000  # its random_collect_size, then one update per env step
-    batched = _result(_spawn('batched', seeds, config='halfcheetah_sac', max_env_step=env_steps))
-    single = _result(_spawn('batched', seeds[:1], config='halfcheetah_sac', max_env_step=env_steps))
+    batched = _result(_spawn('batched', seeds, config='halfcheetah_sac', max_env_step=env_steps, device=device))
+    single = _result(_spawn('batched', seeds[:1], config='halfcheetah_sac', max_env_step=env_steps, device=device))
     return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'],
             'per_seed_batched': updates * len(seeds) / batched['wall_s'], 'per_seed_single': updates / single['wall_s'],
             'peak_rss_gb': batched['peak_rss_gb']}
@@ -143,7 +147,8 @@ def main() -> None:
     parser.add_argument('--seeds', default='0-4')
     parser.add_argument('--rounds', type=int, default=1)
     parser.add_argument('--updates', type=int, default=300)
-    parser.add_argument('--device', default='cpu', help="the learn step's device (cuda: where a GPU is)")
+    parser.add_argument('--device', default='cpu', help="the learner's device (cuda: where a GPU is), for the learn "
+                                                        "step and HalfCheetah end to end")
     parser.add_argument('--skip-pendulum', action='store_true')
     parser.add_argument('--halfcheetah', type=int, default=0, help='also HalfCheetah end to end, this many env steps')
     parser.add_argument('--child', default=None)
@@ -153,10 +158,10 @@ def main() -> None:
     from entry.serial_seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
-        _child(args.child, seeds, args.config, args.max_env_step)
+        _child(args.child, seeds, args.config, args.max_env_step, args.device)
         return
     if args.halfcheetah:
-        result = halfcheetah(seeds, args.halfcheetah)
+        result = halfcheetah(seeds, args.halfcheetah, args.device)
         print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched {result['batched_s']:.0f} s "
               f"({result['per_seed_batched']:.1f} updates/s per seed, peak RSS {result['peak_rss_gb']:.2f} GB), one "
               f"seed {result['single_s']:.0f} s ({result['per_seed_single']:.1f} updates/s)", flush=True)
