@@ -233,7 +233,7 @@ class SampleSerialCollector(_SerialCollector):
         return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
 
 
-# (stacked observations of the collectors at these positions, the positions) -> the policy outputs, one each
+# (stacked observations of the workers at these positions, the positions) -> the policy outputs, one each
 Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
 
 

@@ -9,20 +9,18 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from easydict import EasyDict
-from torch import Tensor
 
 from ..data.collate import to_float32, to_ndarray, to_scalar
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
+from .collector import Forward
 from .episode_metrics import episode_metrics, mean_metrics
 from .logger import build_logger, format_scalars, write_scalars
 
 MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
 CSV_COLUMNS = ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min', 'return_max']
 CSV_HEADER = ','.join(CSV_COLUMNS) + '\n'  # then a column per info metric (success_rate, ...), as they appear
-# (stacked observations of the evaluators at these positions, the positions) -> the policy outputs, one each
-Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
 
 
 @SERIAL_EVALUATOR_REGISTRY.register('interaction')
