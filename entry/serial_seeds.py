@@ -29,7 +29,7 @@ from policy_zoo import Policy, get_policy_cls
 from policy_zoo.seed_axis import Fields, SeedAxis, why_not_vectorised
 from .run import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .serial_entry import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
-from .utils import collect_batch, compile_input, compile_run, learner_threads
+from .utils import compile_input, compile_run, learner_threads
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -170,14 +170,8 @@ def _collect_round(seeds: _Seeds, bars: dict[int, RunProgress], interrupted: thr
     one eval forward and one collect forward act for every seed's envs at each env step (``_Seeds.joint``); else
     each seed runs its round alone, on its own random stream."""
     due = [run for run in seeds.active if run.loop.updates_left == 0]
-    if not seeds.joint(due):
-        for run in due:
-            with _stream(run):
-                stop = collect_round(run.cfg, run, run.after_collect, bars.get(id(run)))
-            if stop:
-                seeds.finish(run, interrupted)
-        return
-    evaluating = [run for run in due if run.evaluator.should_eval(run.learner.train_iter)]
+    evaluating = [run for run in due if run.evaluator.should_eval(run.learner.train_iter)] \
+        if seeds.joint(due) else []  # (else each seed's collect_round evaluates it)
     if evaluating:
         with _phase(evaluating, 'eval'):
             returns = run_episodes_together([run.evaluator for run in evaluating], seeds.forward('eval', evaluating))
@@ -190,11 +184,12 @@ def _collect_round(seeds: _Seeds, bars: dict[int, RunProgress], interrupted: thr
         for run in [run for run, stop in zip(evaluating, stops) if stop]:
             seeds.finish(run, interrupted)
     collecting = [run for run in due if any(run is active for active in seeds.active)]
-    if not seeds.joint(collecting):  # seeds that stopped left one seed
+    if not seeds.joint(collecting):  # (or seeds that stopped left one)
         for run in collecting:
-            with _stream(run), run.timer.phase('collect'):
-                batch = collect_batch(run.collector, run.cfg.policy.collect.n_sample, run.learner.train_iter)
-            store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)))
+            with _stream(run):
+                stop = collect_round(run.cfg, run, run.after_collect, bars.get(id(run)))
+            if stop:
+                seeds.finish(run, interrupted)
         return
     with _phase(collecting, 'collect'):
         batches = collect_batches([run.collector for run in collecting], collecting[0].cfg.policy.collect.n_sample,
@@ -301,8 +296,9 @@ class _Seeds:
 
     def forward(self, mode: str, runs: list[SimpleNamespace]) -> Callable[[list[Tensor], list[int]], list[dict]]:
         """``collect_batches``' and ``run_episodes_together``'s forward: one ``SeedAxis.act`` for ``runs``."""
+        seat = {id(run): k for k, run in enumerate(self.active)}
+
         def act(obs: list[Tensor], which: list[int]) -> list[dict]:
-            seat = {id(run): k for k, run in enumerate(self.active)}
             stacked: list[Tensor | None] = [None] * len(self.active)
             for j, o in zip(which, obs):
                 stacked[seat[id(runs[j])]] = o

@@ -11,7 +11,7 @@ from easydict import EasyDict
 from torch import Tensor, nn
 
 from ding_lite.utils.default_config import ConfigError, class_default_config
-from ding_lite.data.collate import batch_len, default_collate
+from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
@@ -174,13 +174,13 @@ class Policy:
     def _forward_collect_batch(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
         """The collect model on stacked observations (leading dim = envs); the per-env ``_forward_collect`` and
         the collector's columnar path both come here."""
-        kwargs = self._collect_kwargs(batch_len(obs), **kwargs)
+        kwargs = self._collect_kwargs(obs, **kwargs)
         output = self._collect_act(obs, **kwargs)
         self._recent_outputs.append((output, kwargs))
         return output
 
-    def _collect_kwargs(self, n_rows: int, **kwargs: Any) -> dict[str, Any]:
-        """The keywords of a collect forward of ``n_rows`` envs (an exploration schedule's value): the forward's
+    def _collect_kwargs(self, obs: Any, **kwargs: Any) -> dict[str, Any]:
+        """The keywords of a collect forward on ``obs`` (an exploration schedule's value): the forward's
         host-side part, kept apart from ``_collect_act`` so that a run of many seeds maps only the latter."""
         return kwargs
 

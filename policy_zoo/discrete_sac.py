@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ding_lite.data import Batch
+from ding_lite.data.collate import batch_len
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import epsilon_greedy
 from .sac import SACPolicy
@@ -44,10 +45,10 @@ class DiscreteSACPolicy(SACPolicy):
         self._eps_fn = epsilon_greedy(**self._cfg.other.eps)
         self._collect_envstep = 0
 
-    def _collect_kwargs(self, n_rows: int, eps: float | None = None, **kwargs: Any) -> dict[str, Any]:
+    def _collect_kwargs(self, obs: Any, eps: float | None = None, **kwargs: Any) -> dict[str, Any]:
         if eps is None:  # the schedule runs on env steps this policy has acted for
             eps = self._eps_fn(self._collect_envstep)
-        self._collect_envstep += n_rows
+        self._collect_envstep += batch_len(obs)
         return {**kwargs, 'eps': eps}
 
     def _state_dict_collect(self) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class SeedAxis:
         present = [k for k, o in enumerate(obs) if o is not None]
         if mode == 'eval':
             return self._split(self._seedwise(self.lead._forward_eval_batch, _padded(obs)), obs)
-        kws = {k: self.policies[k]._collect_kwargs(len(obs[k]), **kwargs) for k in present}
+        kws = {k: self.policies[k]._collect_kwargs(obs[k], **kwargs) for k in present}
         if any(kws[k] != kws[present[0]] for k in present):  # schedules apart: each seed its own forward
             outputs = [self.policies[k]._collect_act(obs[k], **kws[k]) if k in kws else None for k in range(len(obs))]
         else:
@@ -205,8 +205,8 @@ def _padded(obs: list[Tensor | None]) -> Tensor:
     """``[S, rows, ...]``: each seed's observations, zero rows after them (and for a seed with none)."""
     rows = max(len(o) for o in obs if o is not None)
     template = next(o for o in obs if o is not None)
-    return torch.stack([torch.cat([o, o.new_zeros((rows - len(o), *o.shape[1:]))]) if o is not None else
-                        template.new_zeros((rows, *template.shape[1:])) for o in obs])
+    return torch.stack([template.new_zeros((rows, *template.shape[1:])) if o is None else o if len(o) == rows else
+                        torch.cat([o, o.new_zeros((rows - len(o), *o.shape[1:]))]) for o in obs])
 
 
 def _rows(value: Any, seed: int, rows: int) -> Any:
