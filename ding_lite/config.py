@@ -17,7 +17,8 @@ from typing import Any, Callable
 from easydict import EasyDict
 
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
-    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, did_you_mean, import_names
+    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
+    did_you_mean, import_names, module_folder
 from .utils.checkpoint import atomic_write_text
 from .utils.default_config import ConfigError, ConfigWarning, class_default_config, config_docs, deep_merge
 from .utils.device import resolve_device
@@ -267,7 +268,7 @@ def _import_create_names(create_cfg: dict) -> list[str]:
              for name in value.get('import_names') or []]
     names += [(name, None, None) for name in create_cfg.get('import_names') or []]
     imported = [name for name, _, _ in names if not name.startswith(_DI_ENGINE_PACKAGES)]
-    import_names(imported)  # first: the user's modules may register the types DI-engine's would
+    import_names(imported, create_cfg.get('import_paths') or ())  # first: the user's modules may register the types DI-engine's would
     skipped = []
     for name, part, type_ in names:
         if not name.startswith(_DI_ENGINE_PACKAGES):
@@ -367,11 +368,30 @@ def compile_config(
     cfg.create_config = EasyDict(
         env=dict(type=cfg.env.type), env_manager=dict(type=cfg.env.manager.type), policy=dict(type=policy.type),
         replay_buffer=dict(type=policy.other.replay_buffer.type), import_names=sorted(set(imported)))
+    _record_user_modules(cfg, create_cfg.get('import_paths') or [])
     if save_cfg and renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path), overrides)
     return cfg
+
+
+def _record_user_modules(cfg: EasyDict, paths: list[str]) -> None:
+    """Add the modules that registered the run's policy, model, env, env manager, buffer and workers to
+    ``create_config.import_names``, and the folders of all its user modules to ``import_paths``, so that the saved
+    config, ``load_policy`` and ``--resume`` find them in a fresh process, from any folder."""
+    used = [(POLICY_REGISTRY, cfg.policy.type), (MODEL_REGISTRY, cfg.policy.model.get('type')),
+            (ENV_REGISTRY, cfg.env.get('type')), (ENV_MANAGER_REGISTRY, cfg.env.manager.get('type')),
+            (BUFFER_REGISTRY, cfg.policy.other.replay_buffer.type)]
+    used += [(registry, cfg.policy[field][name].get('type')) for field, name, registry, _ in _WORKERS]
+    names = set(cfg.create_config.import_names)
+    names.update(defining_module(registry.get(type_)) for registry, type_ in used
+                 if type_ is not None and type_ in registry)
+    names.discard(None)
+    cfg.create_config.import_names = sorted(names)
+    paths = list(dict.fromkeys([*paths, *filter(None, map(module_folder, cfg.create_config.import_names))]))
+    if paths:
+        cfg.create_config.import_paths = paths
 
 
 def seeded_exp_name(exp_name: str, seed: int) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
+import sys
 from typing import Any, Iterable
 
 PLUGIN_GROUP = 'ding_lite.plugins'
@@ -21,13 +23,69 @@ def load_plugins() -> None:
         entry.load()
 
 
-def import_names(names: Iterable[str] | None) -> None:
-    """Import user modules named in a config's ``import_names`` so their decorators run."""
+# the project's own packages: what they register needs no import_names entry
+BUILTIN_PACKAGES = ('ding_lite', 'policy_zoo', 'envs', 'entry', 'dizoo_configs')
+
+
+def import_names(names: Iterable[str] | None, paths: Iterable[str] = ()) -> None:
+    """Import user modules named in a config's ``import_names`` so their decorators run. A module not on
+    ``sys.path`` is looked for in the current folder, then in ``paths`` (the folders a run recorded)."""
     for name in names or ():
         try:
             importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if not _is_missing(name, error):  # the module is there; something it imports is not
+                raise ImportError(f"cannot import {name!r} listed in import_names: {error}") from error
+            _import_from(name, [os.getcwd(), *paths], error)
         except ImportError as error:
             raise ImportError(f"cannot import {name!r} listed in import_names: {error}") from error
+
+
+def _is_missing(name: str, error: ModuleNotFoundError) -> bool:
+    return bool(error.name) and (name == error.name or name.startswith(error.name + '.'))
+
+
+def _import_from(name: str, folders: list[str], error: ImportError) -> None:
+    """Import ``name`` with ``folders`` appended to ``sys.path`` (kept there, as a script's own folder is)."""
+    added = [f for f in dict.fromkeys(os.path.abspath(f) for f in folders) if f not in sys.path]
+    sys.path.extend(added)
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as again:
+        for folder in added:
+            sys.path.remove(folder)
+        if not _is_missing(name, again):
+            raise ImportError(f"cannot import {name!r} listed in import_names: {again}") from again
+        raise ImportError(f"cannot import {name!r} listed in import_names: {error}; looked in sys.path and in "
+                          f"{', '.join(dict.fromkeys(os.path.abspath(f) for f in folders))}: run from the folder that "
+                          f"holds it, or put that folder on PYTHONPATH") from error
+
+
+def defining_module(obj: Any) -> str | None:
+    """The module that defines a registered ``obj`` outside the project's own packages, as a fresh process would
+    import it (a script's ``__main__`` by its file's name); None for the project's own classes, a config file's
+    (re-read with the config) and a notebook's (nothing to import)."""
+    module = getattr(obj, '__module__', None) or ''
+    if module.split('.')[0] in BUILTIN_PACKAGES or module.startswith('_ding_lite_cfg_'):
+        return None
+    source = getattr(sys.modules.get(module), '__file__', None)
+    if not source:
+        return None
+    return os.path.splitext(os.path.basename(source))[0] if module == '__main__' else module
+
+
+def module_folder(name: str) -> str | None:
+    """The folder to put on ``sys.path`` for ``import name`` to find the imported module ``name`` again."""
+    source = getattr(sys.modules.get(name), '__file__', None)
+    main = getattr(sys.modules.get('__main__'), '__file__', None)
+    if source is None and main and os.path.splitext(os.path.basename(main))[0] == name:  # the script itself
+        source = main
+    if not source:
+        return None
+    folder = os.path.dirname(os.path.abspath(source))
+    for _ in range(name.count('.') + (os.path.basename(source) == '__init__.py')):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def closest_match(name: str, choices: Iterable[str]) -> str | None:
@@ -84,7 +142,8 @@ class Registry:
             self.load_builtins()
         if name not in self._table:
             keys = ', '.join(self.keys()) or '(none)'
-            raise KeyError(f"unknown {self.kind} {name!r};{did_you_mean(name, self._table)} registered: {keys}")
+            raise KeyError(f"unknown {self.kind} {name!r};{did_you_mean(name, self._table)} registered: {keys}. "
+                           f"One registered in your own module needs that module in create_config's import_names")
         return self._table[name]
 
     def load_builtins(self) -> None:
@@ -129,5 +188,5 @@ LEARNER_REGISTRY = Registry('learner', 'ding_lite.worker')
 __all__ = [
     'Registry', 'POLICY_REGISTRY', 'MODEL_REGISTRY', 'ENV_REGISTRY', 'ENV_MANAGER_REGISTRY', 'BUFFER_REGISTRY',
     'WRAPPER_REGISTRY', 'SERIAL_COLLECTOR_REGISTRY', 'SERIAL_EVALUATOR_REGISTRY', 'LEARNER_REGISTRY', 'import_names',
-    'load_plugins', 'did_you_mean',
+    'load_plugins', 'did_you_mean', 'defining_module', 'module_folder',
 ]
