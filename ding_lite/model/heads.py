@@ -152,35 +152,57 @@ class FCEncoder(nn.Module):
 
 
 class ConvEncoder(nn.Module):
-    """Images ``[C, H, W]`` -> features: a conv layer per entry of ``hidden_size_list`` but the last (DI-engine's
-    kernels 8, 4, 3 and strides 4, 2, 1, then 3 and 1), flattened, then a ``Linear`` to the last entry.
-    Integer (uint8) pixels are scaled to [0, 1] here, so buffers keep them as uint8."""
+    """Images ``[C, H, W]`` -> features: a conv layer per entry of ``hidden_size_list`` but the last, flattened, then
+    a ``Linear`` to the last entry. Kernels and strides are DI-engine's ConvEncoder defaults (8, 4, 3 and 4, 2, 1;
+    a fourth layer on repeats the last) unless given. Integer (uint8) pixels are scaled to [0, 1] here, so buffers
+    keep them as uint8."""
 
-    def __init__(self, obs_shape: list[int], hidden_size_list: list[int], activation: str | nn.Module) -> None:
+    def __init__(self, obs_shape: list[int], hidden_size_list: list[int], activation: str | nn.Module,
+                 kernel_size: list[int] | None = None, stride: list[int] | None = None) -> None:
         super().__init__()
         if len(hidden_size_list) < 2:
             raise ValueError(f"encoder_hidden_size_list for images needs conv channels and a feature size, e.g. "
                              f"[32, 64, 64, 128]; got {hidden_size_list}")
+        n = len(hidden_size_list) - 1
+        kernels, strides = _per_layer(kernel_size, [8, 4, 3], n, 'kernel_size'), _per_layer(stride, [4, 2, 1], n,
+                                                                                             'stride')
         layers: list[nn.Module] = []
         channels = obs_shape[0]
-        for i, out_channels in enumerate(hidden_size_list[:-1]):
-            kernel, stride = ((8, 4), (4, 2), (3, 1))[min(i, 2)]
-            layers += [nn.Conv2d(channels, out_channels, kernel, stride), get_activation(activation)]
+        for out_channels, kernel, step in zip(hidden_size_list[:-1], kernels, strides):
+            layers += [nn.Conv2d(channels, out_channels, kernel, step), get_activation(activation)]
             channels = out_channels
         self.conv = nn.Sequential(*layers, nn.Flatten())
         with torch.no_grad():
             try:
                 flat = self.conv(torch.zeros(1, *obs_shape)).shape[1]
             except RuntimeError:
-                raise ValueError(f"images of shape {list(obs_shape)} are too small for {len(layers) // 2} conv "
-                                 f"layers (kernels 8, 4, 3; strides 4, 2, 1): use fewer channels in "
-                                 f"encoder_hidden_size_list or larger images") from None
+                raise ValueError(_too_small(obs_shape, kernels, strides)) from None
         self.out = nn.Sequential(nn.Linear(flat, hidden_size_list[-1]), get_activation(activation))
 
     def forward(self, x: Tensor) -> Tensor:
         if not x.is_floating_point():
             x = x.float().div(255.0)
         return self.out(self.conv(x))
+
+
+def _per_layer(given: list[int] | int | None, default: list[int], n: int, name: str) -> list[int]:
+    """One ``name`` per conv layer: ``given`` (an int for all), else ``default`` with its last entry repeated."""
+    if given is None:
+        return [default[min(i, len(default) - 1)] for i in range(n)]
+    values = [int(given)] * n if isinstance(given, int) else [int(v) for v in given]
+    if len(values) != n or min(values) < 1:
+        raise ValueError(f"encoder_{name}={given!r}: expected {n} positive ints, one per conv layer "
+                         f"(encoder_hidden_size_list has {n} conv channels and a feature size)")
+    return values
+
+
+def _too_small(obs_shape: list[int], kernels: list[int], strides: list[int]) -> str:
+    """Why images of ``obs_shape`` do not fit these conv layers, and settings that do."""
+    side, n = min(obs_shape[1:]), len(kernels)
+    fits = max(1, min(n, (side - 1) // 2))  # kernel 3, stride 1: each layer takes 2 pixels off a side
+    advice = f"policy.model.encoder_kernel_size={[3] * n} and encoder_stride={[1] * n}" if fits == n else         f"{fits} conv layer{'s' * (fits > 1)} (encoder_hidden_size_list with {fits} channel entries and a "         f"feature size, e.g. {[32] * fits + [128]}) with encoder_kernel_size={[3] * fits} and "         f"encoder_stride={[1] * fits}"
+    return (f"images of shape {list(obs_shape)} are too small for {n} conv layers with kernels {kernels} and strides "
+            f"{strides}: set {advice}, which fit a {obs_shape[1]}x{obs_shape[2]} image")
 
 
 class ReparameterizationHead(nn.Module):

@@ -37,18 +37,19 @@ class _QAC(nn.Module):
     def _q_out(self, q: Tensor) -> Tensor:
         return q if self.n_critics > 1 else q[0]
 
-    def _encoders(self, obs_shape: Any, sizes: list[int] | None, share: bool,
-                  activation: str) -> tuple[int, nn.Module | None, nn.Module | None]:
+    def _encoders(self, obs_shape: Any, sizes: list[int] | None, share: bool, activation: str,
+                  conv: dict[str, Any] | None = None) -> tuple[int, nn.Module | None, nn.Module | None]:
         """``(feature size the heads take, actor encoder, critic encoder)``: images ``[C, H, W]`` always get conv
-        encoders (DI-engine's ``[32, 64, 64, 128]`` when ``sizes`` is None), vectors FC ones only with ``sizes``.
-        ``share``: one encoder, the critics'; the actor reads its features without gradient."""
+        encoders (DI-engine's ``[32, 64, 64, 128]`` when ``sizes`` is None; ``conv``: their kernel sizes and
+        strides), vectors FC ones only with ``sizes``. ``share``: one encoder, the critics'; the actor reads its
+        features without gradient."""
         image = isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3
         layout = [int(s) for s in obs_shape] if image else _flat_size(obs_shape, 'obs_shape')
         sizes = list(sizes) if sizes else ([32, 64, 64, 128] if image else None)
         self.share_encoder = bool(share and sizes)
         if sizes is None:
             return layout, None, None
-        make = (lambda: ConvEncoder(layout, sizes, activation)) if image else \
+        make = (lambda: ConvEncoder(layout, sizes, activation, **(conv or {}))) if image else \
             (lambda: FCEncoder(layout, sizes, activation))
         return sizes[-1], None if self.share_encoder else make(), make()
 
@@ -91,6 +92,8 @@ class ContinuousQAC(_QAC):
             log_sigma_min: float = -20.0,         # lower clamp of the actor's log standard deviation
             log_sigma_max: float = 2.0,           # upper clamp of the actor's log standard deviation
             encoder_hidden_size_list: list | None = None,  # conv channels + features (images), FC widths (vectors)
+            encoder_kernel_size: list | None = None,  # images: a kernel size per conv layer; None: 8, 4, 3 (DI-engine)
+            encoder_stride: list | None = None,   # images: a stride per conv layer; None: 4, 2, 1 (DI-engine's)
             share_encoder: bool = False,          # one encoder, the critics'; the actor reads it without gradient
             n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
             n_quantiles: int = 1,                 # outputs per critic: 1, its Q; more, quantiles of the return (TQC)
@@ -106,8 +109,9 @@ class ContinuousQAC(_QAC):
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
         self.n_critics, self.n_quantiles = n_critics or (2 if twin_critic else 1), n_quantiles
-        feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
-                                                                activation)
+        feature, actor_encoder, critic_encoder = self._encoders(
+            obs_shape, encoder_hidden_size_list, share_encoder, activation,
+            dict(kernel_size=encoder_kernel_size, stride=encoder_stride))
         self.actor = nn.Sequential(
             *([actor_encoder] if actor_encoder is not None else []),
             mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation, batch_renorm),
@@ -160,14 +164,17 @@ class DiscreteQAC(_QAC):
             agent_obs_shape: int | list | None = None,   # DI-engine's name of obs_shape (one agent)
             global_obs_shape: int | list | None = None,  # DI-engine's key; must equal obs_shape (one agent)
             encoder_hidden_size_list: list | None = None,  # conv channels + features (images), FC widths (vectors)
+            encoder_kernel_size: list | None = None,     # images: a kernel size per conv layer; None: 8, 4, 3
+            encoder_stride: list | None = None,          # images: a stride per conv layer; None: 4, 2, 1
             share_encoder: bool = False,                 # one encoder, the critics'; the actor reads it, no gradient
     ) -> None:
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic, self.n_critics = twin_critic, 2 if twin_critic else 1
-        feature, actor_encoder, critic_encoder = self._encoders(obs_shape, encoder_hidden_size_list, share_encoder,
-                                                                activation)
+        feature, actor_encoder, critic_encoder = self._encoders(
+            obs_shape, encoder_hidden_size_list, share_encoder, activation,
+            dict(kernel_size=encoder_kernel_size, stride=encoder_stride))
         self.actor = nn.Sequential(*([actor_encoder] if actor_encoder is not None else []),
                                    mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
                                    nn.Linear(actor_head_hidden_size, self.action_size))
