@@ -1,6 +1,7 @@
 """The env against the model and policy, before anything is collected: shapes read or checked, one first step."""
 from __future__ import annotations
 
+import logging
 import math
 import os
 from typing import Any
@@ -15,6 +16,7 @@ from ding_lite.data.collate import to_scalar
 from envs.adapt import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
+logger = logging.getLogger(__name__)
 _OBS_KEYS = ('obs_shape', 'agent_obs_shape', 'global_obs_shape')  # DI-engine's names of the observation size
 
 
@@ -106,6 +108,8 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
                               f"{action.shape}, {action.dtype}) for its action space {env.action_space}: "
                               f"{type(error).__name__}: {error}") from error
         _check_obs(timestep.obs, env.observation_space, name, 'step')
+        if not (cfg.env.get('norm_obs') or {}).get('use_norm'):
+            _warn_scale(env, [obs, timestep.obs], name)
         to_scalar(timestep.reward, "env 0's reward")  # the probe is env 0's twin: the collector's words
         example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.float64(0), 'done': False}
         for buffer in buffers:
@@ -121,6 +125,42 @@ def _check_obs(obs: Any, space: gym.Space, name: str, where: str) -> None:
     if array.shape != space.shape:
         raise ConfigError(f"first step: env {name}'s {where} returned an observation of shape {array.shape}, but its "
                           f"observation_space says {space.shape}: make the two agree")
+
+
+SCALE_LIMIT = 1e2  # beyond this an observation is far from the unit scale the nets' initialisation assumes
+
+
+def _warn_scale(env: Any, observations: list[Any], name: str) -> None:
+    """One warning where an observation (a Dict's key, or a vector's dims) reaches beyond ``SCALE_LIMIT``: its
+    critic's targets and gradients would be badly scaled, and training diverges without a word."""
+    adapter = getattr(env, 'obs_adapter', None)
+    source = adapter.source if adapter is not None else env.observation_space
+    parts: dict[str, tuple[float, str]] = {}
+    for obs in observations:
+        for key, value in _observation_parts(source, obs, adapter):
+            array = np.abs(np.asarray(value, dtype=np.float64)).reshape(-1)
+            if array.size and np.isfinite(array).all() and array.max() > SCALE_LIMIT:
+                dims = np.flatnonzero(array > SCALE_LIMIT)
+                where = f"{key} dims {dims[:6].tolist()}{'...' if len(dims) > 6 else ''}" if array.size > 1 else key
+                parts[key] = (max(array.max(), parts.get(key, (0.0, ''))[0]), where)
+    if parts:
+        dtype = getattr(source, 'dtype', None)
+        cast = ' (float64, cast to float32)' if dtype == np.float64 else ''
+        seen = '; '.join(f"{where} reach {size:.3g}" for size, where in parts.values())
+        logger.warning(f"warning: env {name}: observations far from unit scale{cast}: {seen} in magnitude at reset "
+                       f"and the first step. The critic's targets and gradients will be badly scaled and training "
+                       f"may diverge: set env.norm_obs.use_norm=True to normalise them with running statistics")
+
+
+def _observation_parts(source: gym.Space, obs: Any, adapter: Any) -> list[tuple[str, Any]]:
+    """``[(name, values)]`` of an (adapted) observation: a Dict's non-image keys by name, else the whole vector;
+    images (uint8) have none."""
+    if isinstance(source, gym.spaces.Dict) and adapter is not None and adapter.how and 'flattened' in adapter.how:
+        raw = gym.spaces.unflatten(source, np.asarray(obs))
+        return [(f"key {k!r}", v) for k, v in raw.items() if getattr(source[k], 'dtype', None) != np.uint8]
+    if isinstance(source, gym.spaces.Box) and source.dtype != np.uint8:
+        return [('observation', obs)]
+    return []
 
 
 def _forward(policy: Policy, mode: str, obs: Any, name: str, cfg: EasyDict) -> dict[str, torch.Tensor]:

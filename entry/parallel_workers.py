@@ -23,6 +23,7 @@ from ding_lite.data.collate import batch_len, flatten_batch
 from ding_lite.registry import import_names
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, create_serial_collector
+from ding_lite.worker.finite_check import NonFiniteEnvError
 from policy_zoo import Policy
 from .ray_connect import connect_ray, cpus_needed
 from .utils import build_env_manager, collect_batch, random_collect
@@ -60,6 +61,7 @@ class CollectorWorker:
         self._env = build_env_manager(cfg, env_setting, 'collector', seed)
         self._collector = create_serial_collector(cfg.policy.collect.collector, env=self._env,
                                                   policy=self._policy.collect_mode, exp_name=None)
+        self._collector.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
 
     def ready(self) -> bool:
         return True
@@ -95,6 +97,7 @@ class EvaluatorWorker:
         env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed)
         self._evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, env, self._policy.eval_mode,
                                                      exp_name=None)
+        self._evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
 
     ready = CollectorWorker.ready
 
@@ -260,6 +263,8 @@ class ActorPool:
             try:
                 results.append((slot, self._ray.get(ref)))
             except self._ray.exceptions.RayError as error:
+                if isinstance(getattr(error, 'cause', None), NonFiniteEnvError):  # the env's values, not a fault
+                    raise error.cause from None
                 self._replace(slot, error)
                 results.append((slot, None))
         return results + [(slot, None) for slot in slots if self._unplaced_too_long(slot)]

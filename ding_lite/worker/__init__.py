@@ -4,9 +4,10 @@ from __future__ import annotations
 from ..data.buffer import create_buffer
 from .collector import EpisodeSerialCollector, SampleSerialCollector, create_serial_collector
 from .evaluator import InteractionSerialEvaluator
+from .finite_check import NonFiniteEnvError
 from .learner import BaseLearner, NonFiniteError, create_learner, load_checkpoint
 from .learner_hook import LearnerHook, add_learner_hook
 
 __all__ = ['BaseLearner', 'SampleSerialCollector', 'EpisodeSerialCollector', 'InteractionSerialEvaluator',
            'create_serial_collector', 'create_learner', 'create_buffer', 'LearnerHook', 'add_learner_hook',
-           'load_checkpoint', 'NonFiniteError']
+           'load_checkpoint', 'NonFiniteError', 'NonFiniteEnvError']

@@ -15,6 +15,7 @@ from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
 from .episode_metrics import episode_metrics, mean_metrics
+from .finite_check import env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 
 
@@ -38,6 +39,8 @@ class _SerialCollector:
         self.envstep = 0
         self.total_episode = 0
         self.env_restarts = 0  # episodes broken off by an env restart (the subprocess manager's abnormal steps)
+        self.on_nonfinite = 'stop'  # a NaN/inf from the env: 'stop' (NonFiniteEnvError) or 'skip' the transition
+        self.nonfinite_dropped = 0  # transitions skipped for a NaN/inf
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -63,8 +66,9 @@ class _SerialCollector:
         self._unroll_len = policy.cfg.collect.unroll_len
         self._policy.reset()
 
-    def _step(self, policy_kwargs: dict | None) -> list[tuple[int, dict, bool]]:
-        """Advance every ready env one step: ``[(env_id, transition, episode_ended)]``."""
+    def _step(self, policy_kwargs: dict | None) -> list[tuple[int, dict | None, bool]]:
+        """Advance every ready env one step: ``[(env_id, transition, episode_ended)]``; the transition is None
+        where a non-finite value dropped it (``on_nonfinite='skip'``)."""
         obs = self._env.ready_obs
         output = self._policy.forward(obs, **(policy_kwargs or {}))
         self._obs_pool.update(obs)
@@ -82,9 +86,12 @@ class _SerialCollector:
             done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
             terminated = done and not info.get('TimeLimit.truncated', False)
-            transition = self._policy.process_transition(obs[env_id], output[env_id],
-                                                         timestep._replace(reward=reward, done=terminated))
-            self._return[env_id] += reward
+            raw = {'reward': reward, 'obs': obs[env_id], 'next_obs': timestep.obs, 'action': output[env_id]['action']}
+            transition = None
+            if not nonfinite_fields(raw) or self._drop_nonfinite(env_id, raw, len(steps)):
+                transition = self._policy.process_transition(obs[env_id], output[env_id],
+                                                             timestep._replace(reward=reward, done=terminated))
+                self._return[env_id] += reward
             self._length[env_id] += 1
             if done:
                 self._finish_episode(env_id, info)
@@ -112,14 +119,29 @@ class _SerialCollector:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
         index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
-        self._return[index] += step.reward
+        batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
+                 'reward': step.reward.astype(np.float32), 'done': step.terminated}
+        bad = nonfinite_rows(batch)
+        if bad is not None:  # raises, or drops those rows; they add nothing to the episode's return
+            for k in np.flatnonzero(bad).tolist():
+                self._drop_nonfinite(step.env_id[k], {key: value[k] for key, value in batch.items()}, k)
+            batch = {key: value[~bad] for key, value in batch.items()}
+        self._return[index] += step.reward if bad is None else np.where(bad, 0.0, step.reward)
         self._length[index] += 1
         if step.done.any():
             for k in np.flatnonzero(step.done).tolist():
                 self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
-        return {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
-                'reward': step.reward.astype(np.float32), 'done': step.terminated}
+        return batch
+
+    def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> bool:
+        """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the
+        step and the field, or with ``on_nonfinite='skip'`` counted and dropped; returns False (not stored)."""
+        if self.on_nonfinite != 'skip':
+            where = f"at env step {self.envstep + row + 1} (step {int(self._length[env_id]) + 1} of its episode)"
+            raise nonfinite_error(env_label(self._env, env_id), where, transition)
+        self.nonfinite_dropped += 1
+        return False
 
     def _sent_with(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
                    returned: list[int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -160,7 +182,7 @@ class _SerialCollector:
             return
         self._last_print_iter = train_iter
         log_episodes(self._tb_logger, self.logger, self._episode_info, train_iter, self.envstep, self.env_restarts,
-                     self.pop_entropy())
+                     self.pop_entropy(), self.nonfinite_dropped)
         self._episode_info = []
 
     def pop_episodes(self) -> list[dict[str, float]]:
@@ -180,6 +202,7 @@ class _SerialCollector:
         policy_state = {k: v for k, v in self._policy.state_dict().items() if k != 'model'}
         return to_safe({'envstep': self.envstep, 'total_episode': self.total_episode,
                         'env_restarts': self.env_restarts, 'last_print_iter': self._last_print_iter,
+                        'nonfinite_dropped': self.nonfinite_dropped,
                         'episode_info': self._episode_info, 'return': dict(enumerate(self._return.tolist())),
                         'length': dict(enumerate(self._length.tolist())),
                         'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state})
@@ -187,6 +210,7 @@ class _SerialCollector:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.envstep, self.total_episode = state['envstep'], state['total_episode']
         self.env_restarts, self._last_print_iter = state['env_restarts'], state['last_print_iter']
+        self.nonfinite_dropped = state.get('nonfinite_dropped', 0)  # absent from checkpoints before it was counted
         self._episode_info = list(state['episode_info'])
         for k, v in state['return'].items():
             self._return[int(k)] = v
@@ -217,8 +241,9 @@ class SampleSerialCollector(_SerialCollector):
         while len(samples) < n_sample:
             for env_id, transition, ended in self._step(policy_kwargs):
                 traj = self._traj[env_id]
-                traj.append(transition)
-                if ended or len(traj) >= self._unroll_len:
+                if transition is not None:
+                    traj.append(transition)
+                if traj and (ended or len(traj) >= self._unroll_len):
                     samples.extend(self._policy.get_train_sample(traj))
                     self._traj[env_id] = []
         self.collect_time = time.perf_counter() - start
@@ -289,7 +314,8 @@ class EpisodeSerialCollector(_SerialCollector):
         episodes: list[list[Any]] = []
         while len(episodes) < n_episode:
             for env_id, transition, ended in self._step(policy_kwargs):
-                self._traj[env_id].append(transition)
+                if transition is not None:
+                    self._traj[env_id].append(transition)
                 if ended:
                     episode = self._traj[env_id]
                     episodes.append(self._policy.get_train_sample(episode) if self._cfg.get_train_sample else episode)
@@ -299,14 +325,15 @@ class EpisodeSerialCollector(_SerialCollector):
 
 
 def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
-                 env_restarts: int, entropy: float | None = None) -> None:
-    """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each) and the
-    collecting policy's ``entropy`` to tensorboard and the log."""
+                 env_restarts: int, entropy: float | None = None, nonfinite_dropped: int = 0) -> None:
+    """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each), the
+    collecting policy's ``entropy`` and the transitions dropped for a NaN/inf to tensorboard and the log."""
     returns = [e['return'] for e in episodes]
     stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
              'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
              'episode_count': float(len(returns)), 'envstep_count': float(envstep),
-             'env_restart_count': float(env_restarts), **mean_metrics(episodes)}
+             'env_restart_count': float(env_restarts), 'nonfinite_dropped_count': float(nonfinite_dropped),
+             **mean_metrics(episodes)}
     if entropy is not None:
         stats['entropy'] = entropy
     write_scalars(tb_logger, 'collector', stats, envstep)

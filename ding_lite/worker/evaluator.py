@@ -11,6 +11,7 @@ import torch
 from easydict import EasyDict
 
 from ..data.collate import to_float32, to_ndarray, to_scalar
+from .finite_check import env_label, nonfinite_error, nonfinite_fields
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
@@ -54,6 +55,8 @@ class InteractionSerialEvaluator:
         self._last_eval_iter = -1
         self._start_time = time.time()
         self._csv_recorded_iter = -1
+        self.on_nonfinite = 'stop'  # a NaN/inf from an env: 'stop' (NonFiniteEnvError) or 'skip' that episode
+        self._tainted: set[int] = set()  # envs whose current episode had a NaN/inf (skipped)
 
     def should_eval(self, train_iter: int) -> bool:
         """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation."""
@@ -76,7 +79,7 @@ class InteractionSerialEvaluator:
     def _begin_episodes(self) -> None:
         self._env.reset()
         self._policy.reset()
-        self._quota, self._returns, self._broken = self._episode_quota(), [], 0
+        self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
         self.episode_metrics = []
 
     def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
@@ -103,14 +106,21 @@ class InteractionSerialEvaluator:
     def _advance(self, actions: dict[int, Any]) -> None:
         """Step the envs with ``actions``; count the episodes that ended."""
         for env_id, timestep in self._env.step(actions).items():
-            if timestep.info.get('abnormal'):  # the env was restarted mid-episode: that episode does not count
+            values = {'reward': timestep.reward, 'next_obs': timestep.obs, 'action': actions[env_id]}
+            if nonfinite_fields(values):
+                if self.on_nonfinite != 'skip':
+                    raise nonfinite_error(f"evaluator {env_label(self._env, env_id)}", 'in an evaluation', values)
+                self._tainted.add(env_id)
+            done = to_scalar(timestep.done, f"evaluator env {env_id}'s done")
+            if timestep.info.get('abnormal') or done and env_id in self._tainted:  # that episode does not count
                 self._policy.reset([env_id])
+                self._tainted.discard(env_id)
                 self._broken += 1
                 if self._broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
                     raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env "
-                                       f"restarts (last error: {timestep.info.get('error')})")
+                                       f"restarts or non-finite values (last error: {timestep.info.get('error')})")
                 continue
-            if to_scalar(timestep.done, f"evaluator env {env_id}'s done"):
+            if done:
                 self._returns.append(_episode_return(timestep.info, env_id))
                 self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
                 self._quota[env_id] -= 1
