@@ -30,9 +30,10 @@ from .env_check import first_step, fit_model_to_env
 from .parallel_workers import ActorFailure, ActorPool, Slot
 from .ray_connect import cpus_needed, ray_address
 from .run import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, log_times, \
-    resume_point_on, start_tracker, starting, summarise
+    naming_resume_point, resume_point_on, start_tracker, starting, summarise
 from .serial_entry import build_learner, learn_sampler
-from .utils import compile_run, create_run_policy, learner_threads, store
+from .cpu_threads import learner_threads
+from .utils import compile_run, create_run_policy, store
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 
@@ -150,7 +151,7 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     # a lost actor past its restarts, a lost connection (between learn steps): a resume point first
     fatal = (ActorFailure, ConnectionError, import_ray().exceptions.RayError)
     with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar, \
-            resume_point_on(learner, fatal, cfg):
+            resume_point_on(learner, fatal, cfg), naming_resume_point(learner):
         for slot in run.pool.collectors:
             driver.request_collect(slot)
         # the stop is checked first: a run resumed from its final checkpoint ends there, evaluating nothing again

@@ -18,8 +18,9 @@ from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
 from .run import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, log_times, \
-    start_tracker, starting, summarise
-from .utils import build_envs, collect_batch, compile_run, create_run_policy, learner_threads, random_collect, store
+    naming_resume_point, start_tracker, starting, summarise
+from .cpu_threads import CpuThreads, learner_threads
+from .utils import build_envs, collect_batch, compile_run, create_run_policy, random_collect, store
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None = None,
@@ -55,8 +56,7 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None 
             sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
             if resume_path:
                 run.learner.resume(resume_path)
-        with learner_threads(cfg):
-            train_serial(cfg, run, sample, max_train_iter, max_env_step)
+        train_serial(cfg, run, sample, max_train_iter, max_env_step)
     return run.policy
 
 
@@ -85,6 +85,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
+    collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
                           evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
@@ -146,10 +147,11 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
     learner, collector = run.learner, run.collector
     max_train_iter = begin_run(cfg, run, max_train_iter)
-    with graceful_interrupt() as interrupted:
+    with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
         warm_up(cfg, run)
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
-            _train_loop(cfg, run, sample, max_train_iter, max_env_step, after_collect, progress, interrupted)
+            _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress, interrupted,
+                        threads)
         after_run(cfg, learner, interrupted.is_set())
     summarise(cfg, learner, collector.envstep, run.evaluator, interrupted=interrupted.is_set())
     if interrupted.is_set():
@@ -209,10 +211,11 @@ def store_round(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any], afte
     run.loop.updates_left = cfg.policy.learn.update_per_collect
 
 
-def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
-                max_env_step: int, after_collect: Callable[[], None] | None, progress: RunProgress,
-                interrupted: threading.Event) -> None:
+def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], limits: tuple[int, int],
+                after_collect: Callable[[], None] | None, progress: RunProgress, interrupted: threading.Event,
+                threads: CpuThreads) -> None:
     learner, collector, loop = run.learner, run.collector, run.loop
+    max_train_iter, max_env_step = limits
 
     def finished() -> bool:
         return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
@@ -232,6 +235,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
         if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate
             logged = learner.train_iter
             log_times(cfg, run.tb_logger, logged, timer.report(collector.envstep, logged), collector.envstep)
+        threads.check()
         done = finished()
 
 

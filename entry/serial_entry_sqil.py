@@ -16,8 +16,7 @@ from policy_zoo import Policy
 from .env_check import fit_model_to_env
 from .serial_seeds import train_seeds
 from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
-from .utils import build_envs, collect_batch, compile_input, compile_run, create_run_policy, expert_mode, \
-    learner_threads
+from .utils import build_envs, collect_batch, compile_input, compile_run, create_run_policy, expert_mode
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
@@ -48,8 +47,7 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
             sample, after_collect = sqil_setup(cfg, run, resume_path, expert_cfg, expert_data_path, expert_model)
             if resume_path:
                 run.learner.resume(resume_path)
-        with learner_threads(cfg):
-            train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
+        train_serial(cfg, run, sample, max_train_iter, max_env_step, after_collect)
     return run.policy
 
 

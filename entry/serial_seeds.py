@@ -29,7 +29,8 @@ from policy_zoo import Policy, get_policy_cls
 from policy_zoo.seed_axis import Fields, SeedAxis, why_not_vectorised
 from .run import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .serial_entry import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
-from .utils import compile_input, compile_run, learner_threads
+from .cpu_threads import CpuThreads, learner_threads
+from .utils import compile_input, compile_run
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -109,12 +110,12 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
                 if resume_path:
                     run.learner.resume(resume_path)
             runs.append(run)
-        with learner_threads(runs[0].cfg):
-            _train(runs, max_train_iter, max_env_step)
+        with learner_threads(runs[0].cfg, stacked=len(runs)) as threads:
+            _train(runs, max_train_iter, max_env_step, threads)
     return [run.policy for run in runs]
 
 
-def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) -> None:
+def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, threads: CpuThreads) -> None:
     """Every seed's warm-up, then rounds of {evaluate, collect, push} per seed and one stacked learn round."""
     for run in runs:
         run.max_train_iter = begin_run(run.cfg, run, max_train_iter)
@@ -125,16 +126,21 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int) 
             with _stream(run):
                 warm_up(run.cfg, run)
         first = runs[0]
-        with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter) as bar:
+        name = re.sub(r'_seed\d+$', '', first.cfg.exp_name) + f' ({len(runs)} seeds)' if len(runs) > 1 else None
+        with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter,
+                         name=name) as bar:
+            returns: dict[int, str] = {}
+            bars = {id(run): _SeedBar(bar, run, returns) for run in runs}
             for run in [r for r in runs if _finished(r, max_env_step) or _had_stopped(r)]:
                 seeds.finish(run, interrupted)  # a resumed run's seeds that had ended stay as they were
             while seeds.active and not interrupted.is_set():
-                _collect_round(seeds, {id(first): bar}, interrupted)
+                _collect_round(seeds, bars, interrupted)
                 _learn_round(seeds, interrupted)
                 for run in list(seeds.active):
                     _log_times(run)
                     if _finished(run, max_env_step):
                         seeds.finish(run, interrupted)
+                threads.check()
         for run in list(seeds.active):
             seeds.finish(run, interrupted)
     if interrupted.is_set():
@@ -165,7 +171,26 @@ def _had_stopped(run: SimpleNamespace) -> bool:
     return run.learner.last_resume_point is not None and last is not None and last >= run.evaluator.stop_value
 
 
-def _collect_round(seeds: _Seeds, bars: dict[int, RunProgress], interrupted: threading.Event) -> None:
+class _SeedBar:
+    """One seed's handle on the run's one progress bar (tqdm's ``n``, ``update``, ``set_postfix``): the bar counts
+    the env steps of the seed furthest along, and its eval return shows every seed's last one."""
+
+    def __init__(self, bar: RunProgress, run: SimpleNamespace, returns: dict[int, str]) -> None:
+        self._bar, self._seed, self.n, self._returns = bar, run.cfg.seed, run.collector.envstep, returns
+        returns[self._seed] = '-'
+
+    def update(self, steps: int) -> None:
+        self.n += steps
+        if self.n > self._bar.n:
+            self._bar.update(self.n - self._bar.n)
+
+    def set_postfix(self, eval_return: str | None = None) -> None:
+        self._returns[self._seed] = eval_return or '-'
+        shown = self._returns if len(self._returns) > 1 else None
+        self._bar.set_postfix(eval_return=' '.join(f"seed{k} {v}" for k, v in shown.items()) if shown else eval_return)
+
+
+def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: threading.Event) -> None:
     """Each seed due a collect round: its evaluation if due, then its collection. Where the seeds share an axis,
     one eval forward and one collect forward act for every seed's envs at each env step (``_Seeds.joint``); else
     each seed runs its round alone, on its own random stream."""

@@ -1,13 +1,11 @@
 """Pieces shared by the pipelines: config input, env set-up, random collection."""
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import re
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -140,23 +138,6 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     manager.seed(seed, dynamic_seed=which == 'collector')
     manager.info_metrics = list(cfg.env.get('info_metrics') or [])
     return manager
-
-
-@contextlib.contextmanager
-def learner_threads(cfg: EasyDict, reserved_cpus: float = 0) -> Iterator[int]:
-    """torch's intra-op threads while the run trains: ``policy.learn.learner.num_threads``, else torch's default
-    (every core), less ``reserved_cpus`` that other processes of the run need; restored afterwards."""
-    previous = torch.get_num_threads()
-    threads = cfg.policy.learn.learner.get('num_threads')
-    if not threads and reserved_cpus:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-        threads = max(1, min(previous, cores - math.ceil(reserved_cpus)))
-    if threads:
-        torch.set_num_threads(int(threads))
-    try:
-        yield torch.get_num_threads()
-    finally:
-        torch.set_num_threads(previous)
 
 
 def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,

@@ -56,7 +56,8 @@ class BaseLearner:
         ),
         on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it
         log_histograms=False,               # histograms of the collected actions and rewards at each log
-        num_threads=None,                   # torch's threads while training; None: torch's default (every core)
+        num_threads=None,                   # torch's threads while training; None: 1 for small MLPs on the CPU,
+                                            # else the cores other processes leave free (entry/cpu_threads.py)
     )
 
     @classmethod
@@ -243,7 +244,10 @@ class BaseLearner:
         self.skipped_steps = state.get('skipped_steps', 0)
         self.last_resume_point = path
         set_rng_state(state['rng'])
-        self.logger.info(f"resumed the run from {path}: iteration {self.train_iter}, env step {self.last_envstep}")
+        message = f"resumed the run from {path}: iteration {self.train_iter}, env step {self.last_envstep}"
+        self.logger.info(message)
+        if self.exp_name is not None:
+            build_logger(self.exp_name, 'summary', console=True).info(message)
 
     def _load_buffers(self, path: str, state: dict[str, Any]) -> None:
         file = state.get('buffer_file')
