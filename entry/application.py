@@ -1,6 +1,8 @@
 """Applications of a trained policy: evaluate it, or record demonstrations with it."""
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -39,12 +41,26 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     try:
         _, info = evaluator.eval()
     finally:
-        evaluator.close()
+        with warnings.catch_warnings():  # the recorder's episode begun by the last reset has no frames: no video
+            warnings.filterwarnings('ignore', message='.*Unable to save last video')
+            evaluator.close()
     print(f"eval over {evaluator.n_episode} episodes: return mean {info['return_mean']:.2f} "
           f"std {info['return_std']:.2f} (min {info['return_min']:.2f}, max {info['return_max']:.2f})")
     if replay_path is not None:
-        print(f"videos: {replay_path}/env<i>/")
+        print(f"videos: {', '.join(_video_folders(replay_path)) or 'none'}")
     return info['return_mean']
+
+
+def _video_folders(replay_path: str) -> list[str]:
+    """The folders under ``replay_path`` that hold videos; those of envs that ran no episode are removed."""
+    kept = []
+    for name in sorted(os.listdir(replay_path)) if os.path.isdir(replay_path) else []:
+        folder = os.path.join(replay_path, name)
+        if os.path.isdir(folder) and not os.listdir(folder):
+            os.rmdir(folder)
+        elif os.path.isdir(folder):
+            kept.append(folder)
+    return kept
 
 
 def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_count: int,

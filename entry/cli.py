@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import traceback
 from typing import Any
@@ -133,6 +135,8 @@ def _run_tool(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    from . import run
+    run.COMMAND = [*_program(), *argv]
     if argv and argv[0] in TOOLS:
         args = build_tool_parser().parse_args(argv)
         return _guarded(_run_tool, args)
@@ -159,6 +163,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
         parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
     return _guarded(_run, args)
+
+
+def _program() -> list[str]:
+    """How this process was started, as a user would type it again: ``ding_lite`` (or its path where it is not
+    the one on PATH), or ``python -m entry.cli``."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ''
+    if os.path.basename(script) == 'ding_lite':
+        on_path = shutil.which('ding_lite')
+        return ['ding_lite' if on_path and os.path.abspath(on_path) == script else _short(script)]
+    return [_short(sys.executable), '-m', 'entry.cli']
+
+
+def _short(path: str) -> str:
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith('..') else path
 
 
 def _guarded(run: Any, args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -19,10 +20,21 @@ from easydict import EasyDict
 from tqdm import tqdm
 
 from ding_lite.utils.checkpoint import atomic_write_text
-from ding_lite.worker import BaseLearner, InteractionSerialEvaluator
+from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, NonFiniteEnvError
 from ding_lite.worker.logger import build_logger, format_scalars, write_scalars
 
 LINE_SECONDS = 60.0  # without a terminal, a progress line at least this often
+COMMAND: list[str] | None = None  # the command line that started the run (set by the CLI), for resume hints
+
+
+def resume_hint(cfg: EasyDict) -> str:
+    """How to continue ``cfg``'s run: the CLI command it was started with, plus ``--resume``; or the Python call."""
+    if os.environ.get('DING_LITE_RESUME_COMMAND'):  # a wrapper's own (make demo's)
+        return f"continue it with: {os.environ['DING_LITE_RESUME_COMMAND']}"
+    if COMMAND is None:
+        return f"continue it with the same call and resume=True (or resume={cfg.exp_name!r})"
+    command = COMMAND if '--resume' in COMMAND else [*COMMAND, '--resume']
+    return f"continue it with: {shlex.join(command)}"
 
 
 @contextlib.contextmanager
@@ -88,37 +100,42 @@ class RunProgress:
     iteration, last eval return, env steps/s. Takes tqdm's ``n``, ``update`` and ``set_postfix``."""
 
     def __init__(self, cfg: EasyDict, envstep: int, max_env_step: int, train_iter: Callable[[], int],
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, name: str | None = None) -> None:
         self._stream = stream or sys.stderr
         self._tty = bool(getattr(self._stream, 'isatty', lambda: False)())
         total = max_env_step if max_env_step < int(1e10) else None
-        self._bar = tqdm(total=total, initial=envstep, unit='step', desc=cfg.exp_name, dynamic_ncols=True,
+        self.name = name or cfg.exp_name
+        self._bar = tqdm(total=total, initial=envstep, unit='step', desc=self.name, dynamic_ncols=True,
                          disable=not self._tty, file=self._stream)
-        self._name, self._train_iter, self._eval_return = cfg.exp_name, train_iter, None
+        self._train_iter, self._eval_return = train_iter, None
         self.n = envstep
         self._start, self._start_step = time.monotonic(), envstep
-        self._last_line = self._start
+        self._last_line, self._evaluated = self._start, False
 
     def update(self, steps: int) -> None:
+        if self._evaluated:  # at the env step it evaluated at
+            self._line()
         self.n += steps
         self._bar.update(steps)
         if not self._tty and time.monotonic() - self._last_line >= LINE_SECONDS:
             self._line()
 
     def set_postfix(self, eval_return: str | None = None) -> None:
+        """A new evaluation: its line is printed at the next ``update`` (or ``close``), so the evaluations of one
+        round (many seeds) share one line."""
         self._bar.set_postfix(eval_return=eval_return, refresh=False)
-        self._eval_return = eval_return
-        if not self._tty:
-            self._line()
+        self._eval_return, self._evaluated = eval_return, not self._tty
 
     def _line(self) -> None:
         now = time.monotonic()
-        rate = (self.n - self._start_step) / max(now - self._start, 1e-9)
-        print(f"[{time.strftime('%H:%M:%S')}] {self._name}: env step {self.n}, iteration {self._train_iter()}, "
-              f"eval return {self._eval_return or '-'}, {rate:.0f} env steps/s", file=self._stream, flush=True)
-        self._last_line = now
+        rate = f"{(self.n - self._start_step) / max(now - self._start, 1e-9):.0f}" if self.n > self._start_step else '-'
+        print(f"[{time.strftime('%H:%M:%S')}] {self.name}: env step {self.n}, iteration {self._train_iter()}, "
+              f"eval return {self._eval_return or '-'}, {rate} env steps/s", file=self._stream, flush=True)
+        self._last_line, self._evaluated = now, False
 
     def close(self) -> None:
+        if self._evaluated:
+            self._line()
         self._bar.close()
 
     def __enter__(self) -> RunProgress:
@@ -173,8 +190,18 @@ def resume_point_on(learner: BaseLearner, errors: tuple[type[BaseException], ...
                         f"({type(failed).__name__}: {failed}); the last one: {learner.last_resume_point}")
         else:
             logger.info(f"{type(error).__name__} stopped the run at env step {learner.last_envstep}: {path} is a "
-                        f"resume point; continue the run with the same command and --resume")
+                        f"resume point; {resume_hint(cfg)}")
         raise
+
+
+@contextlib.contextmanager
+def naming_resume_point(learner: BaseLearner) -> Iterator[None]:
+    """A ``NonFiniteEnvError`` (an env's NaN, caught before it was stored) goes on naming the run's last resume
+    point: the run can continue from there once the env is fixed."""
+    try:
+        yield
+    except NonFiniteEnvError as error:
+        raise NonFiniteEnvError(f"{error}. Last resume point: {learner.last_resume_point or 'none yet'}") from None
 
 
 def log_times(cfg: EasyDict, tb_logger: Any, train_iter: int, times: dict[str, float], envstep: int) -> None:
@@ -234,6 +261,5 @@ def summarise(cfg: EasyDict, learner: BaseLearner, envstep: int, evaluator: Inte
     logger.info(f"logs: {cfg.exp_name}/log/ (evaluator.csv, tensorboard: {pipeline}/)  "
                 f"checkpoints: {cfg.exp_name}/ckpt/")
     if interrupted:
-        logger.info(f"interrupted: {learner.last_resume_point} is a resume point; continue the run with the same "
-                    f"command and --resume (or --resume {cfg.exp_name})")
+        logger.info(f"interrupted: {learner.last_resume_point} is a resume point; {resume_hint(cfg)}")
     return logger

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -211,6 +212,8 @@ class GymnasiumEnv(BaseEnv):
     def enable_save_replay(self, replay_path: str) -> None:
         """Record every episode from now on as an mp4 in ``replay_path`` (DI-engine's name): the env is made again
         rendering to frames, under gymnasium's ``RecordVideo``, which needs moviepy (the ``video`` extra)."""
+        os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')  # frames off screen: no display (nor XDG_RUNTIME_DIR)
+        os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
         try:
             recorder = gym.wrappers.RecordVideo(self._make(render_mode='rgb_array'), video_folder=replay_path,
                                                 episode_trigger=lambda _: True, disable_logger=True)

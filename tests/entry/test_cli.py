@@ -4,6 +4,7 @@ import os
 import pprint
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -90,6 +91,13 @@ def test_eval_episodes_and_replay_videos(tmp_path, capsys):
     videos = sorted(p.relative_to(tmp_path / 'videos').as_posix() for p in (tmp_path / 'videos').rglob('*.mp4'))
     assert len(videos) == 3 and {v.split('/')[0] for v in videos} == {'env0', 'env1'}
     assert all((tmp_path / 'videos' / v).stat().st_size > 1000 for v in videos)
+    with warnings.catch_warnings(record=True) as caught:  # one episode: env1 runs none, and leaves no folder
+        warnings.simplefilter('always')
+        assert main(['-m', 'eval', '-c', str(path), '--load-path', ckpt, '--episodes', '1',
+                     '--replay-path', str(tmp_path / 'one')]) == 0
+    assert sorted(p.name for p in (tmp_path / 'one').iterdir()) == ['env0']
+    assert f"videos: {tmp_path / 'one' / 'env0'}\n" in capsys.readouterr().out
+    assert not [w for w in caught if 'Unable to save last video' in str(w.message)]
 
 
 def test_replay_without_moviepy_and_eval_flags_elsewhere_are_clear(tmp_path, capsys, monkeypatch):
@@ -173,3 +181,24 @@ def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp
     progress.update(50)
     assert 'quiet: env step 200, iteration 7, eval return -, ' in stream.getvalue()
     progress.close()
+
+
+def test_many_seeds_share_one_progress_line_per_evaluation_round():
+    import io
+    from types import SimpleNamespace
+    from easydict import EasyDict
+    from entry.run import RunProgress
+    from entry.serial_seeds import _SeedBar
+    stream = io.StringIO()  # not a terminal
+    progress = RunProgress(EasyDict(exp_name='p_seed0'), 0, 10 ** 10, lambda: 0, stream=stream, name='p (2 seeds)')
+    runs = [SimpleNamespace(cfg=EasyDict(seed=k), collector=SimpleNamespace(envstep=0)) for k in (0, 1)]
+    returns = {}
+    bars = [_SeedBar(progress, run, returns) for run in runs]
+    bars[0].set_postfix('-10.0')
+    bars[1].set_postfix('-20.0')
+    for bar in bars:
+        bar.update(8)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and 'p (2 seeds): env step 0, ' in lines[0] and 'seed0 -10.0 seed1 -20.0' in lines[0]
+    assert progress.n == 8  # the seeds step alike: the bar counts one seed's env steps

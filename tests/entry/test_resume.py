@@ -257,7 +257,9 @@ def test_ctrl_c_at_random_moments_keeps_the_work_and_resumes_bitwise(tmp_path):
     csv_rows = lambda: (exp / 'log' / 'evaluator.csv').exists() and len(_returns(exp)) > 0  # noqa: E731
     code, out = _interrupt_cli(['-m', 'serial', '-c', cfg, '-s', '0', *budget], tmp_path, csv_rows,
                                rng.uniform(0.0, 0.5))
-    assert code == 130 and 'is a resume point; continue the run with the same command and --resume' in out, out
+    hint = f"is a resume point; continue it with: {sys.executable} -m entry.cli -m " \
+        f"serial -c {cfg} -s 0 --max-train-iter 300 --resume\n"
+    assert code == 130 and hint in out, out
     assert (exp / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'  # written by Ctrl-C itself
     stopped = torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter']
     assert 0 <= stopped < 300
