@@ -31,9 +31,8 @@ class Agent:
         eval actor's (``deterministic``) or one sampled from the policy. Box actions come scaled into the env's
         bounds; a Discrete action is an int (an int array for a batch)."""
         single, rows = self._rows(obs)
-        adapted = torch.as_tensor(np.stack([np.asarray(self._adapter(row)) for row in rows]))
         mode = self.policy.eval_mode if deterministic else self.policy.collect_mode
-        output = mode.forward(dict(enumerate(adapted)))
+        output = mode.forward({i: self._adapter(row) for i, row in enumerate(rows)})
         action = torch.stack([output[i]['action'] for i in range(len(rows))]).cpu().numpy()
         if self._discrete:
             action = action.astype(np.int64)
@@ -43,6 +42,8 @@ class Agent:
 
     def _rows(self, obs: Any) -> tuple[bool, list[Any]]:
         source = self._adapter.source
+        if isinstance(source, gym.spaces.Dict) and 'action_mask' not in source.spaces:
+            return _dict_rows(obs, source)
         if isinstance(source, gym.spaces.Box):
             array = np.asarray(obs.cpu() if isinstance(obs, Tensor) else obs)
             if array.shape == source.shape:
@@ -59,6 +60,9 @@ class Agent:
         """Write the eval actor as TorchScript (``torch.jit.load(path)(obs)``, no ding_lite needed): it takes a batch
         of observations in the model's layout (the env's own for 1-D Box envs; after adaptation, e.g. CHW, else),
         normalises them as the run did, and returns actions in the env's units (Box) or indices (Discrete)."""
+        if isinstance(self._adapter.space, gym.spaces.Dict):
+            raise ValueError("export traces one tensor input; this run's observations are a Dict (images beside "
+                             "vectors): act with load_policy(RUN).predict(obs) instead")
         exported = _ExportedActor(self.policy, self._scaler)
         example = torch.as_tensor(np.asarray(self._adapter(self._adapter.source.sample()))).unsqueeze(0)
         with torch.no_grad():
@@ -67,6 +71,31 @@ class Agent:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         traced.save(path)
         return path
+
+
+def _dict_rows(obs: Any, space: gym.spaces.Dict) -> tuple[bool, list[dict[str, Any]]]:
+    """``(single, rows)`` of a Dict observation, a list of them, or a Dict whose values have a leading batch axis;
+    a key or shape that does not fit ``space`` is a ``ValueError`` naming it."""
+    if isinstance(obs, (list, tuple)):
+        return False, [row for item in obs for row in _dict_rows(item, space)[1]]
+    if not isinstance(obs, dict) or sorted(obs) != sorted(space.spaces):
+        got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
+        raise ValueError(f"predict takes a Dict observation (or a list or batch of them) with the observation keys "
+                         f"{sorted(space.spaces)}; got observation keys {got}; expected {sorted(space.spaces)}")
+    arrays = {key: np.asarray(value.cpu() if isinstance(value, Tensor) else value) for key, value in obs.items()}
+    batched = {key: arrays[key].shape != space[key].shape for key in arrays if space[key].shape is not None}
+    for key, is_batch in batched.items():
+        expected = space[key].shape
+        if is_batch and arrays[key].shape[1:] != expected:
+            raise ValueError(f"predict: observation key {key!r} has shape {arrays[key].shape}; expected {expected} "
+                             f"(or [N, {', '.join(map(str, expected))}] for a batch)")
+    if not any(batched.values()):
+        return True, [arrays]
+    sizes = {len(arrays[key]) for key, is_batch in batched.items() if is_batch}
+    if len(sizes) != 1 or not all(batched.values()):
+        raise ValueError(f"predict: a batch of Dict observations needs the same leading axis on every key; got "
+                         f"shapes {({key: value.shape for key, value in arrays.items()})}")
+    return False, [{key: value[i] for key, value in arrays.items()} for i in range(sizes.pop())]
 
 
 class _ExportedActor(nn.Module):

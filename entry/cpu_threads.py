@@ -27,8 +27,8 @@ def small_nets(cfg: EasyDict, stacked: int = 1) -> bool:
     layer times the batch size (times the ``stacked`` seeds that share the update) is under ``SMALL_WORK``."""
     model = cfg.policy.model
     obs_shape = model.get('obs_shape')
-    if isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3:  # images: conv layers gain from threads
-        return False
+    if isinstance(obs_shape, dict) or isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3:
+        return False  # images: conv layers gain from threads
     widths = [model.get(k) or 0 for k in ('actor_head_hidden_size', 'critic_head_hidden_size')]
     widths += list(model.get('encoder_hidden_size_list') or [])
     return stacked * cfg.policy.learn.batch_size * max(widths, default=0) ** 2 < SMALL_WORK

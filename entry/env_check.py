@@ -25,10 +25,13 @@ def env_name(env: Any) -> str:
     return repr(getattr(ref, 'env_id', type(ref).__name__))
 
 
-def model_obs_shape(space: gym.Space) -> int | list[int]:
-    """The model's ``obs_shape`` for an (adapted) observation space: ``[C, H, W]`` for images, else a size."""
+def model_obs_shape(space: gym.Space) -> int | list[int] | dict[str, int | list[int]]:
+    """The model's ``obs_shape`` for an (adapted) observation space: ``[C, H, W]`` for images, else a size; a Dict
+    of images and vectors (``ObsAdapter``'s) as ``{key: shape}``."""
     if isinstance(space, gym.spaces.Dict) and 'obs' in space.spaces:  # {'obs', 'action_mask'}
         space = space['obs']
+    if isinstance(space, gym.spaces.Dict):
+        return {key: model_obs_shape(sub) for key, sub in space.spaces.items()}
     shape = tuple(space.shape)
     return [int(s) for s in shape] if len(shape) == 3 else int(math.prod(shape))
 
@@ -61,8 +64,8 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     given = [key for key in _OBS_KEYS if model.get(key) is not None]
     for key in given:
         if not _same_shape(model[key], env_obs):
-            whose = f"observations are {env_obs!r} (CHW, after adaptation)" if isinstance(env_obs, list) else \
-                f"observation size is {env_obs} (after adaptation)"
+            whose = f"observations are {env_obs!r} (CHW, after adaptation)" if isinstance(env_obs, (list, dict)) \
+                else f"observation size is {env_obs} (after adaptation)"
             raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose {whose}: set "
                               f"{key}={env_obs!r}, or leave it out to read it from the env")
     if not given and 'obs_shape' in model:
@@ -81,7 +84,10 @@ def _flat(shape: Any) -> int:
     return int(math.prod(shape)) if isinstance(shape, (list, tuple)) else int(shape)
 
 
-def _same_shape(given: Any, env_obs: int | list[int]) -> bool:
+def _same_shape(given: Any, env_obs: int | list[int] | dict) -> bool:
+    if isinstance(env_obs, dict):
+        return isinstance(given, dict) and set(given) == set(env_obs) and \
+            all(_same_shape(given[k], v) for k, v in env_obs.items())
     if isinstance(env_obs, list):  # an image: the layout matters, not only the size
         return isinstance(given, (list, tuple)) and [int(s) for s in given] == env_obs
     return not (isinstance(given, (list, tuple)) and len(given) > 1) and _flat(given) == env_obs
@@ -155,8 +161,8 @@ def _warn_scale(env: Any, observations: list[Any], name: str) -> None:
 def _observation_parts(source: gym.Space, obs: Any, adapter: Any) -> list[tuple[str, Any]]:
     """``[(name, values)]`` of an (adapted) observation: a Dict's non-image keys by name, else the whole vector;
     images (uint8) have none."""
-    if isinstance(source, gym.spaces.Dict) and adapter is not None and adapter.how and 'flattened' in adapter.how:
-        raw = gym.spaces.unflatten(source, np.asarray(obs))
+    if isinstance(source, gym.spaces.Dict) and adapter is not None and not adapter.identity:
+        raw = obs if isinstance(obs, dict) else gym.spaces.unflatten(source, np.asarray(obs))  # images kept, or not
         return [(f"key {k!r}", v) for k, v in raw.items() if getattr(source[k], 'dtype', None) != np.uint8]
     if isinstance(source, gym.spaces.Box) and source.dtype != np.uint8:
         return [('observation', obs)]

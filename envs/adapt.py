@@ -25,6 +25,10 @@ def _is_image(space: gym.Space) -> bool:
     return len(space.shape) in (3, 4) or (len(space.shape) == 2 and min(space.shape) > 4)  # 2-D: a grey frame
 
 
+def _float_vector(space: gym.Space) -> bool:
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 1 and space.dtype == np.float32
+
+
 def _channels(size: int) -> bool:
     return 1 <= size <= 4
 
@@ -36,6 +40,8 @@ class ObsAdapter:
     - uint8 ``[H, W, C]`` (1-4 channels last): transposed to ``[C, H, W]``; ``[C, H, W]`` as it is; ``[H, W]``
       as ``[1, H, W]``;
     - uint8 ``[K, H, W, C]`` / ``[K, C, H, W]`` (stacked frames): the frames' channels stacked, ``[K*C, H, W]``;
+    - a Dict with image keys: a Dict of each image (as above, for the model's conv encoder per key) and each other
+      key flattened to float32 (SB3's MultiInputPolicy);
     - any other Box, Dict, Tuple, Discrete (one-hot), MultiDiscrete, MultiBinary: flattened to float32.
     A Dict with an ``action_mask`` (DI-engine's masked observations) is left as it is.
     """
@@ -49,8 +55,25 @@ class ObsAdapter:
             return
         if _is_image(space):
             self._image(space)
+        elif isinstance(space, gym.spaces.Dict) and any(_is_image(sub) for sub in space.spaces.values()):
+            self._multi(space)
         else:
             self._flat(space)
+
+    def _multi(self, space: gym.spaces.Dict) -> None:
+        if all(ObsAdapter(sub).identity if _is_image(sub) else _float_vector(sub) for sub in space.spaces.values()):
+            return  # adapted already
+        self._parts = {key: ObsAdapter(sub) if _is_image(sub) else ObsAdapter(gym.spaces.Tuple([sub]))
+                       for key, sub in space.spaces.items()}  # (a Tuple: even a 1-D Box becomes float32)
+        self.space = gym.spaces.Dict({key: part.space for key, part in self._parts.items()})
+        self._convert = self._per_key
+        images = [key for key, sub in space.spaces.items() if _is_image(sub)]
+        self.how = (f"Dict: images {images} as uint8 CHW for a conv encoder each, "
+                    f"{[key for key in space.spaces if key not in images]} flattened to float32")
+
+    def _per_key(self, obs: Any) -> dict[str, Any]:
+        return {key: part(obs[key] if not isinstance(part.source, gym.spaces.Tuple) else (obs[key],))
+                for key, part in self._parts.items()}
 
     def _image(self, space: gym.spaces.Box) -> None:
         shape = space.shape

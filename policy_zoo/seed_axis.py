@@ -44,6 +44,8 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
             return f"policy.learn.{key}=True"
     if cfg.learn.learner.get('on_nonfinite') == 'skip':
         return "policy.learn.learner.on_nonfinite='skip'"
+    if isinstance(cfg.model.get('obs_shape'), dict):
+        return "the observations are a Dict (images beside vectors)"
     return None
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -183,6 +184,32 @@ class ConvEncoder(nn.Module):
         if not x.is_floating_point():
             x = x.float().div(255.0)
         return self.out(self.conv(x))
+
+
+class MultiInputEncoder(nn.Module):
+    """Dict observations ``{key: image [C, H, W] or vector}`` -> features: a ``ConvEncoder`` per image key, the
+    vector keys concatenated beside their features (SB3's ``CombinedExtractor``). ``out_size``: the feature size."""
+
+    def __init__(self, obs_shape: dict[str, list[int] | int], hidden_size_list: list[int],
+                 activation: str | nn.Module, kernel_size: list[int] | None = None,
+                 stride: list[int] | None = None) -> None:
+        super().__init__()
+        shapes = {key: [int(s) for s in shape] if isinstance(shape, (list, tuple)) else [int(shape)]
+                  for key, shape in obs_shape.items()}
+        self.image_keys = [key for key, shape in shapes.items() if len(shape) == 3]
+        self.vector_keys = [key for key, shape in shapes.items() if len(shape) != 3]
+        if not self.image_keys:
+            raise ValueError(f"a Dict obs_shape needs an image key ([C, H, W]); got {obs_shape} (vectors alone are "
+                             f"flattened into one obs_shape)")
+        self.convs = nn.ModuleList(ConvEncoder(shapes[key], hidden_size_list, activation, kernel_size, stride)
+                                   for key in self.image_keys)
+        self.out_size = len(self.image_keys) * hidden_size_list[-1] + \
+            sum(math.prod(shapes[key]) for key in self.vector_keys)
+
+    def forward(self, obs: Any) -> Tensor:
+        features = [conv(obs[key]) for key, conv in zip(self.image_keys, self.convs)]
+        features += [obs[key].flatten(1).float() for key in self.vector_keys]
+        return torch.cat(features, dim=-1)
 
 
 def _per_layer(given: list[int] | int | None, default: list[int], n: int, name: str) -> list[int]:

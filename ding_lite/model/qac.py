@@ -8,7 +8,8 @@ from easydict import EasyDict
 from torch import Tensor, nn
 
 from ..registry import MODEL_REGISTRY
-from .heads import ConvEncoder, FCEncoder, ReparameterizationHead, ensemble_mlp, mlp, signature_config
+from .heads import ConvEncoder, FCEncoder, MultiInputEncoder, ReparameterizationHead, ensemble_mlp, mlp, \
+    signature_config
 
 
 def _flat_size(shape: int | tuple | list, name: str) -> int:
@@ -43,12 +44,16 @@ class _QAC(nn.Module):
         encoders (DI-engine's ``[32, 64, 64, 128]`` when ``sizes`` is None; ``conv``: their kernel sizes and
         strides), vectors FC ones only with ``sizes``. ``share``: one encoder, the critics'; the actor reads its
         features without gradient."""
-        image = isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3
-        layout = [int(s) for s in obs_shape] if image else _flat_size(obs_shape, 'obs_shape')
+        image = isinstance(obs_shape, dict) or isinstance(obs_shape, (list, tuple)) and len(obs_shape) == 3
+        layout = obs_shape if isinstance(obs_shape, dict) else [int(s) for s in obs_shape] if image else \
+            _flat_size(obs_shape, 'obs_shape')
         sizes = list(sizes) if sizes else ([32, 64, 64, 128] if image else None)
         self.share_encoder = bool(share and sizes)
         if sizes is None:
             return layout, None, None
+        if isinstance(obs_shape, dict):  # images beside vectors
+            make = lambda: MultiInputEncoder(layout, sizes, activation, **(conv or {}))  # noqa: E731
+            return make().out_size, None if self.share_encoder else make(), make()
         make = (lambda: ConvEncoder(layout, sizes, activation, **(conv or {}))) if image else \
             (lambda: FCEncoder(layout, sizes, activation))
         return sizes[-1], None if self.share_encoder else make(), make()
@@ -80,7 +85,7 @@ class ContinuousQAC(_QAC):
 
     def __init__(
             self,
-            obs_shape: int | list,                # observation size
+            obs_shape: int | list | dict,         # observation size; [C, H, W] for images; {key: shape} for a Dict
             action_shape: int | list,             # action size
             twin_critic: bool = False,            # two critics, the target takes their minimum (clipped double Q)
             action_space: str = 'reparameterization',  # DI-engine's key; the only one: a tanh-squashed Gaussian
@@ -194,9 +199,10 @@ class DiscreteQAC(_QAC):
 
 
 def unpack_obs(inputs: Any) -> tuple[Tensor, Tensor | None]:
-    """``(obs tensor, action_mask or None)`` from a tensor or nested ``{'obs': ..., 'action_mask': ...}``."""
+    """``(obs, action_mask or None)`` from a tensor or nested ``{'obs': ..., 'action_mask': ...}``; a Dict of images
+    and vectors (no ``'obs'`` key) is the observation itself."""
     mask = None
-    while not isinstance(inputs, Tensor):
+    while not isinstance(inputs, Tensor) and 'obs' in inputs:
         if 'action_mask' in inputs:
             mask = inputs['action_mask']
         inputs = inputs['obs']

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from easydict import EasyDict
 
 from ding_lite.config import read_config
 from ding_lite.utils import load_file
-from entry import serial_pipeline
+from entry import load_policy, serial_pipeline
 from tests.conftest import ROOT
 
 
@@ -28,3 +29,10 @@ def test_example_configs_train_a_few_hundred_steps(tmp_path, name, obs_shape):
     state = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))
     assert state['last_envstep'] >= 300 and state['last_iter'] > 0
     assert ('obs_norm.mean' in state['model']) == main.env.get('norm_obs', {}).get('use_norm', False)
+    if name == 'pendulum_dict_obs_sac_config':  # a flattened Dict: predict takes one, a list, or a Dict of batches
+        agent = load_policy(main.exp_name, 'ckpt_last.pth.tar')
+        one = {'obs': np.array([1.0, 0.0, 0.0], np.float32), 'time': np.array([3])}
+        rows = agent.predict([one, dict(one, time=np.array([9]))])
+        assert rows.shape == (2, 1) and np.allclose(rows[0], agent.predict(one))
+        np.testing.assert_allclose(agent.predict({'obs': np.stack([one['obs']] * 2), 'time': np.array([[3], [9]])}),
+                                   rows)
