@@ -406,10 +406,11 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     if policy_type is None:
         raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
     buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
-                           'replay_buffer', 'naive')
+                           'replay_buffer') or ('priority' if policy_user.get('priority') else 'naive')  # DI-engine's
     policy_default, docs = policy_default_config(policy_type, policy_user, buffer_type, overrides)
     policy = merge_strict(policy_default, policy_user, 'policy', {f'policy.{k}': v for k, v in docs.items()})
     policy.type = policy_type
+    _check_priority(policy, buffer_type)
     policy.other.replay_buffer.type = buffer_type
     _check_batch_fits(policy)
     getattr(POLICY_REGISTRY.get(policy_type), 'check_config', lambda cfg: None)(policy)
@@ -420,6 +421,18 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     elif policy.device != 'cpu':  # a CPU run saves None: its total_config.py re-run with cuda=True follows the GPU
         buffer.device = policy.device
     return policy
+
+
+def _check_priority(policy: EasyDict, buffer_type: str) -> None:
+    """``priority`` needs a buffer that takes priorities (its type, unless given, follows the flag), and
+    ``priority_IS_weight`` needs ``priority``."""
+    if policy.get('priority') and not hasattr(BUFFER_REGISTRY.get(buffer_type), 'update'):
+        raise ConfigError(f"policy.priority=True needs a prioritized replay buffer, but the replay buffer's type is "
+                          f"{buffer_type!r}: leave create_config.replay_buffer.type unset (priority=True picks "
+                          f"'priority') or set it to 'priority'")
+    if policy.get('priority_IS_weight') and not policy.get('priority'):
+        raise ConfigError("policy.priority_IS_weight=True weights TD errors by a prioritized buffer's "
+                          "importance-sampling weights: set policy.priority=True too, or leave it False")
 
 
 def _check_batch_fits(policy: EasyDict) -> None:

@@ -144,6 +144,8 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
                       enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
     """The run's policy. With ``env.norm_obs.use_norm`` its model carries a ``RunningObsNorm`` as ``obs_norm``, so
     the statistics go wherever the model's weights go (checkpoints, Ray actors, ``eval``)."""
+    if model is not None:  # a model given to the pipeline: the policy's own initialisation, as a built one has
+        model = get_policy_cls(cfg.policy).init_model(model, cfg.policy)
     norm = cfg.env.get('norm_obs') or {}
     if norm.get('use_norm'):
         shape = cfg.policy.model.get('obs_shape') or cfg.policy.model.get('agent_obs_shape')

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
@@ -17,7 +18,7 @@ import numpy as np
 
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
-from ding_lite.utils.default_config import ConfigError
+from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from .base_env import BaseEnv, BaseEnvTimestep
 from .env_manager import BaseEnvManager
 
@@ -125,6 +126,10 @@ class SubprocessEnvManager(BaseEnvManager):
             if cfg.get(key) is not None:
                 raise ConfigError(f"env.manager.{key}={cfg[key]!r} is DI-engine's asynchronous stepping, which the "
                                   f"subprocess manager does not do ({instead}); set it to None")
+        for key, value in (('copy_on_get', False), ('reset_inplace', True)):
+            if cfg.get(key) is value:
+                warnings.warn(f"env.manager.{key}={value} is DI-engine's; here observations are always copied out of "
+                              f"shared memory and resets happen in place: ignored", ConfigWarning, stacklevel=3)
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
         super().__init__(env_fn, cfg)

@@ -51,7 +51,7 @@ class Policy:
         ),
         collect=dict(
             n_sample=None,                  # transitions per collect call
-            n_episode=None,                 # episodes per collect call (the episode collector)
+            n_episode=None,                 # DI-engine's episode collector's; None only (pipelines take n_sample)
             unroll_len=1,                   # consecutive transitions per training sample
             collector_logit=False,          # keep the policy's logits in the transitions
             env_num=None,                   # DI-engine's key, set from env.collector_env_num (as DI-engine)
@@ -63,12 +63,6 @@ class Policy:
         command=dict(),                     # DI-engine's key; empty only (no command mode here)
         other=dict(
             replay_buffer=dict(),           # the replay buffer's config (see its type)
-            eps=dict(                       # exploration of eps-greedy collect policies
-                type='exp',                 # schedule: 'exp' (exponential) or 'linear' decay
-                start=0.95,                 # eps at env step 0
-                end=0.1,                    # eps once decayed
-                decay=10000,                # env steps: e-folding scale ('exp') or length ('linear') of the decay
-            ),
             offline_buffer=dict(            # transitions mixed into every learn batch (serial_pipeline)
                 path=None,                  # a demonstration file (collect_demo_data); None: off
                 ratio=0.5,                  # its share of each batch, in (0, 1)
@@ -91,6 +85,10 @@ class Policy:
         if cfg.get('transition_with_policy_data'):
             raise ConfigError("policy.transition_with_policy_data=True: transitions hold obs, action, reward, next_obs "
                               "and done; keep the policy's logits with policy.collect.collector_logit=True instead")
+        if cfg.collect.get('n_episode') is not None:
+            raise ConfigError(f"policy.collect.n_episode={cfg.collect.n_episode!r}: the pipelines collect "
+                              f"policy.collect.n_sample transitions per call (whole episodes are "
+                              f"EpisodeSerialCollector.collect(n_episode)); set n_sample and leave n_episode None")
         if cfg.get('command'):
             raise ConfigError(f"policy.command={dict(cfg.command)!r}: DI-engine's command mode has no counterpart "
                               f"here (eps schedules are policy.other.eps); leave it empty")
@@ -122,7 +120,12 @@ class Policy:
         """The model ``cfg.model`` describes (``cfg.model.type``, else ``default_model()``)."""
         model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
         model_type = model_cfg.pop('type', None) or cls.default_model()
-        return MODEL_REGISTRY.build(model_type, **model_cfg)
+        return cls.init_model(MODEL_REGISTRY.build(model_type, **model_cfg), cfg)
+
+    @classmethod
+    def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
+        """The policy's own initialisation of a model, built or given to a pipeline (SAC: ``learn.init_w``)."""
+        return model
 
     # ---- modes ----
     @property

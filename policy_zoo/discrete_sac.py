@@ -34,6 +34,14 @@ class DiscreteSACPolicy(SACPolicy):
         learn=dict(
             target_entropy_ratio=0.89,       # target entropy = ratio * log|A| when target_entropy is None
         ),
+        other=dict(
+            eps=dict(                        # the eps-greedy exploration of the collect policy
+                type='exp',                  # schedule: 'exp' (exponential) or 'linear' decay
+                start=0.95,                  # eps at env step 0
+                end=0.1,                     # eps once decayed
+                decay=10000,                 # env steps: e-folding scale ('exp') or length ('linear') of the decay
+            ),
+        ),
     )
 
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import warnings
 from typing import Any, ClassVar, Iterable, Iterator
 
 import torch
@@ -13,7 +14,7 @@ from torch import Tensor, nn
 from ding_lite.data import Batch
 from ding_lite.model import model_wrap
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.utils.default_config import ConfigError
+from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
@@ -56,6 +57,17 @@ def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor) -
             'td_error': td.abs().mean(), 'priority': td.abs().mean(0)}
 
 
+def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
+    """One ``ConfigWarning`` naming the temperature's learning settings a fixed alpha leaves unused (DI-engine
+    ignores them silently)."""
+    default = cls.default_config().learn
+    unused = [f"{key}={learn[key]!r}" for key in ('target_entropy', 'learning_rate_alpha', 'log_space')
+              if learn.get(key) != default.get(key)]
+    if unused:
+        warnings.warn(f"policy.learn.auto_alpha=False keeps alpha fixed at {learn.alpha}: {', '.join(unused)} "
+                      f"do nothing; set auto_alpha=True to learn alpha with them", ConfigWarning, stacklevel=4)
+
+
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
@@ -71,6 +83,7 @@ class SACPolicy(Policy):
     collect_wrapper: ClassVar[str] = 'tanh_reparam_sample'
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
     target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
+    value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
@@ -121,22 +134,30 @@ class SACPolicy(Policy):
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
                               f"{delay!r}")
+        if cfg.model.get('value_network') and not cls.value_network:
+            raise ConfigError(f"policy.model.value_network=True builds SAC-v1's state-value network, which policy "
+                              f"{cfg.type!r} does not train: use policy type 'sac_v1' for it, or leave it False")
+        if not cfg.learn.auto_alpha:
+            _warn_alpha_settings(cls, cfg.learn)
         if delay > 1 and cfg.learn.cuda_graph:
             raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
                               f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
 
     @classmethod
-    def create_model(cls, cfg: dict) -> nn.Module:
-        """The model, with ``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
-        model = super().create_model(cfg)
+    def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
+        """``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
         init_w = (cfg.get('learn') or {}).get('init_w')
-        if init_w is not None:
-            last = model.actor[-1]
-            layers = [last.mu, last.log_sigma] if hasattr(last, 'log_sigma') else [last]
-            with torch.no_grad():
-                for layer in layers:
-                    layer.weight.uniform_(-init_w, init_w)
-                    layer.bias.uniform_(-init_w, init_w)
+        if init_w is None:
+            return model
+        last = model.actor[-1] if isinstance(getattr(model, 'actor', None), nn.Sequential) else None
+        layers = [last.mu, last.log_sigma] if hasattr(last, 'log_sigma') else [last]
+        if not all(isinstance(layer, nn.Linear) for layer in layers):
+            raise ConfigError(f"policy.learn.init_w={init_w} initialises the actor's output layers, which this "
+                              f"{type(model).__name__} does not have as QAC models do (actor[-1]); leave it None")
+        with torch.no_grad():
+            for layer in layers:
+                layer.weight.uniform_(-init_w, init_w)
+                layer.bias.uniform_(-init_w, init_w)
         return model
 
     def _init_learn(self) -> None:

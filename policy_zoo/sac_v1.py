@@ -1,6 +1,8 @@
 """SAC-v1 on SAC's hooks: a state-value network and its Polyak target in place of target critics."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from easydict import EasyDict
 from torch import Tensor
@@ -19,6 +21,7 @@ class SACv1Policy(SACPolicy):
     ``min_i Q_i(s, a~) - alpha log pi(a~|s)`` for a fresh ``a~``. V learns with the critics' optimizer and rate.
     """
 
+    value_network: ClassVar[bool] = True
     config = dict(
         type='sac_v1',                       # the registered policy name
         model=dict(value_network=True),      # V_psi (the model's compute_value)
@@ -31,7 +34,7 @@ class SACv1Policy(SACPolicy):
         super()._init_learn()
         value = dict(self._model.value.named_parameters(prefix='value'))
         critics = [*self._model.critic.parameters(), *value.values()]
-        self._optimizer_q = make_adam(critics, self._cfg.learn.learning_rate_q)
+        self._optimizer_q = make_adam(critics, self._cfg.learn.learning_rate_q, self._cfg.learn.adam_betas)
         self._critic_params = value  # Polyak moves V_psi_bar only: the Q networks have no targets
 
     @classmethod

@@ -3,10 +3,8 @@ features, uint8 kept in the buffer; it learns what the vector alone cannot (CLI)
 from __future__ import annotations
 
 import csv
-import os
 import pprint
 import subprocess
-import sys
 
 import numpy as np
 import pytest

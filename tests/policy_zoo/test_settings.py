@@ -104,3 +104,64 @@ def test_declared_keys_that_cannot_differ_are_refused_and_train_iterations_caps_
     main.policy.learn.learner.train_iterations = 7
     serial_pipeline((main, create), seed=0)
     assert 'iter 7 ' in open(f'{main.exp_name}/log/learner.txt').read().splitlines()[-1]
+
+
+def _cli(tmp_path, *sets: str, steps: int = 0, create: dict | None = None) -> subprocess.CompletedProcess:
+    path = tmp_path / 'settings_cfg.py'
+    path.write_text(f"main_config = {pprint.pformat(dict(TINY_PENDULUM, exp_name=str(tmp_path / 'run')))}\n"
+                    f"create_config = {pprint.pformat(create or TINY_CREATE)}\n")
+    budget = ['--max-env-step', str(steps)] if steps else ['--max-train-iter', '1']
+    return subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), *budget,
+                           *[a for s in sets for a in ('--set', s)]], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+
+
+@pytest.mark.parametrize('sets, create, message', [
+    (['policy.model.value_network=True'], None,
+     "policy.model.value_network=True builds SAC-v1's state-value network, which policy 'sac' does not train: use "
+     "policy type 'sac_v1'"),
+    (['policy.model.value_network=True'], dict(TINY_CREATE, policy=dict(type='tqc')), "which policy 'tqc' does not"),
+    (['policy.priority=True'], dict(TINY_CREATE, replay_buffer=dict(type='naive')),
+     "policy.priority=True needs a prioritized replay buffer, but the replay buffer's type is 'naive'"),
+    (['policy.priority_IS_weight=True'], None,
+     "policy.priority_IS_weight=True weights TD errors by a prioritized buffer's importance-sampling weights: set "
+     "policy.priority=True too"),
+    (['policy.other.eps.start=0.5'], None, "unknown config key 'policy.other.eps'"),
+    (['policy.collect.n_episode=2'], None,
+     "policy.collect.n_episode=2: the pipelines collect policy.collect.n_sample transitions per call"),
+])
+def test_settings_that_would_be_ignored_are_one_error_line_before_anything_is_built(tmp_path, sets, create, message):
+    run = _cli(tmp_path, *sets, create=create)
+    assert run.returncode == 1 and not (tmp_path / 'run').exists(), run.stderr[-2000:]
+    assert message in run.stderr.strip().splitlines()[-1], run.stderr[-2000:]
+
+
+def test_a_fixed_alpha_warns_about_its_unused_learning_settings_and_priority_picks_the_prioritized_buffer(tmp_path):
+    run = _cli(tmp_path, 'policy.learn.auto_alpha=False', 'policy.learn.learning_rate_alpha=0.01')
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "policy.learn.auto_alpha=False keeps alpha fixed at 0.2: learning_rate_alpha=0.01 do nothing" in run.stderr
+    run = _cli(tmp_path, 'policy.priority=True', 'policy.priority_IS_weight=True', 'exp_name=' + str(tmp_path / 'p'),
+               steps=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "'replay_buffer': {'type': 'priority'" in (tmp_path / 'p' / 'total_config.py').read_text()
+    state = torch.load(tmp_path / 'p' / 'ckpt' / 'ckpt_last.buffer.pth.tar', weights_only=False)
+    priority = state['replay_buffer']['extra']['priority'][:120]  # the learn steps' TD errors, not the initial 1s
+    assert priority.min() > 0 and not torch.all(priority == priority[0])
+
+
+def test_adam_betas_reach_every_optimizer_of_sac_v1():
+    from policy_zoo import get_policy_cls
+    cfg = _policy_cfg('sac_v1', learn=dict(adam_betas=(0.5, 0.999)))
+    policy = get_policy_cls(cfg)(cfg)
+    for optimizer in (policy._optimizer_q, policy._optimizer_policy):
+        assert optimizer.param_groups[0]['betas'] == (0.5, 0.999)
+
+
+def test_init_w_initialises_a_model_given_to_the_pipeline(tiny_pendulum):
+    from ding_lite.model import ContinuousQAC
+    main, create = tiny_pendulum
+    main.policy.learn.init_w = 3e-3
+    given = ContinuousQAC(3, 1, twin_critic=True, actor_head_hidden_size=16, critic_head_hidden_size=16)
+    assert given.actor[-1].mu.weight.abs().max() > 0.01  # torch's own bound, before
+    serial_pipeline((main, create), seed=0, model=given, max_train_iter=0)
+    assert given.actor[-1].mu.weight.abs().max() <= 3e-3 and given.actor[-1].log_sigma.bias.abs().max() <= 3e-3
