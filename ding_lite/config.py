@@ -36,6 +36,7 @@ class ParallelSection:
         weight_sync_interval=10,       # train iterations between weight broadcasts to the actors
         max_actor_restarts=3,          # replacements of each failed actor before the run stops with an error
         placement_timeout=30.0,        # seconds a new actor may wait for a CPU; then it asks for what is left
+                                       # (at once where a lost node left too few CPUs for it)
     )
 
     @classmethod

@@ -29,6 +29,7 @@ from .ray_connect import connect_ray, cpus_needed
 from .utils import build_env_manager, collect_batch, random_collect
 
 NAMESPACE = 'ding_lite'  # of the actors' Ray names (see ``actor_name``)
+CHECK_SECONDS = 0.5  # how often an actor waiting for a place has the cluster asked whether it still fits
 Weights = dict[str, np.ndarray]  # a model's state_dict as numpy arrays: read from Ray's object store without a copy
 
 
@@ -133,6 +134,7 @@ class Slot:
         self.weights_iter = -1        # train iteration of the weights the actor holds (-1: its initial model)
         self.placing: Any = None      # the actor's first answer while it waits to be placed (None: placed)
         self.spawned = 0.0            # when the actor was asked for (time.monotonic)
+        self.checked = 0.0            # when the cluster was last asked whether it can still place the actor
         self.share = 1.0              # the fraction of its CPUs the actor reserves
 
 
@@ -155,6 +157,7 @@ class ActorPool:
         """Connect to Ray (see ``connect_ray``) and start every actor."""
         ray, par = self._ray, self._par
         self._started_ray, where = connect_ray(ray, par)
+        self._lost_before = {node['NodeID'] for node in ray.nodes() if not node['Alive']}  # not this run's loss
         share = self._cpu_share(ray.cluster_resources().get('CPU', 0))
         self._model_ref = ray.put(copy.deepcopy(self._run.policy.model).to('cpu'))
         self._threads = max(1, int(par.num_cpus_per_collector))
@@ -270,26 +273,32 @@ class ActorPool:
         return results + [(slot, None) for slot in slots if self._unplaced_too_long(slot)]
 
     def _unplaced_too_long(self, slot: Slot) -> bool:
-        """Whether ``slot``'s actor has waited ``placement_timeout`` seconds for a place (a lost node's CPUs are
-        gone): it is then asked for again at a CPU share that fits what the cluster has left, and its request in
-        flight is lost. An actor that cannot be placed even so is an ``ActorFailure``."""
+        """Whether ``slot``'s actor cannot be placed: a node is lost and the CPUs left cannot hold it at its share
+        (known at once), or it has waited ``placement_timeout`` seconds (placement is slow). It is then asked for
+        again at a CPU share that fits what the cluster has left, and its request in flight is lost. An actor that
+        cannot be placed even so is an ``ActorFailure``."""
         if slot.placing is None or slot.actor is None:
             return False
+        now = time.monotonic()
+        waited = now - slot.spawned
+        if waited < self._par.placement_timeout and now - slot.checked < CHECK_SECONDS:
+            return False
+        slot.checked = now
         if self._ray.wait([slot.placing], timeout=0)[0] or _has_a_process(slot.actor):
             slot.placing = None  # placed (its constructor may still run: that is not a placement's wait)
             return False
-        waited = time.monotonic() - slot.spawned
-        if waited < self._par.placement_timeout:
-            return False
         free = self._ray.available_resources().get('CPU', 0.0)
+        lost = ', '.join(f"{n['NodeManagerAddress']} ({n['NodeID'][:8]})" for n in self._ray.nodes()
+                         if not n['Alive'] and n['NodeID'] not in self._lost_before)
+        if waited < self._par.placement_timeout and not (lost and free < self._cpus(slot) * slot.share):
+            return False
         total = self._ray.cluster_resources().get('CPU', 0.0)
-        lost = ', '.join(f"{n['NodeManagerAddress']} ({n['NodeID'][:8]})" for n in self._ray.nodes() if not n['Alive'])
         if slot.share == 0:
             raise ActorFailure(f"the {slot.name} actor could not be placed within {waited:.0f} s even without "
                                f"reserving a CPU (the cluster has {total:g} CPUs; lost nodes: {lost or 'none'})")
         share = free / self._cpus(slot)
         share = share if share < slot.share else 0.0  # no smaller share fits (CPUs split over nodes): share one
-        self._logger.warning(f"the {slot.name} actor was not placed within {waited:.0f} s: the cluster has {total:g} "
+        self._logger.warning(f"the {slot.name} actor was not placed after {waited:.0f} s: the cluster has {total:g} "
                              f"CPUs, {free:g} free (lost nodes: {lost or 'none'}); asking again for "
                              f"{self._cpus(slot) * share:g} CPUs ({share:.0%} of its share), its request in flight "
                              f"is lost")

@@ -56,7 +56,7 @@ def _three_worker_nodes(cluster):
 def _tiny(tmp_path, name):
     main = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main.exp_name = str(tmp_path / name)
-    main.parallel = dict(collector_num=2, placement_timeout=2.0)
+    main.parallel = dict(collector_num=2)  # placement_timeout's default (30 s): a lost node is known at once
     return main, EasyDict(copy.deepcopy(TINY_CREATE))
 
 
@@ -73,10 +73,8 @@ def _remove_node_of(cluster, actor_name: str, csv: str, rows: int, lost: dict, d
     cluster.remove_node(node)
 
 
-# env steps of a node-loss run: the node goes at the first evaluation, and the rest of the run must outlast the
-# replacement's placement_timeout (2 s), or it ends before the unplaced slot is noticed. It did at 700 on a CI run,
-# and at 1500 on a faster machine (removing a node takes a while, and the run goes on meanwhile); at 4000 the run
-# outlasts the line by about 4 s here (500 env steps/s)
+# env steps of a node-loss run: the node goes at the first evaluation; the replacement is asked for at a share that
+# fits as soon as the cluster says the node is lost (removing a node takes a while, and the run goes on meanwhile)
 BUDGET = 4000
 
 
@@ -105,23 +103,23 @@ def _run_losing(cluster, tmp_path, kind: str):
 def test_losing_the_evaluators_node_replaces_it_at_a_share_that_fits(cluster, tmp_path):
     state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'evaluator')
     assert state['last_envstep'] >= BUDGET
-    assert any(int(row[1]) > lost['envstep'] for row in rows), 'no evaluation after the evaluator node was lost'
+    after = [row for row in rows if int(row[1]) > lost['envstep']]
+    assert len(after) >= 2, f'{len(after)} evaluations after the evaluator node was lost at {lost["envstep"]}'
     assert 'evaluator actor failed' in log and 'The actor died because its node has died' in log
-    assert 'evaluator actor was not placed within' in log and 'lost nodes: ' in log  # the 2 CPUs left are taken
+    assert 'evaluator actor was not placed after' in log and 'lost nodes: ' in log  # the 2 CPUs left are taken
     assert state['run']['loop']['lost'] == 0 and not left
 
 
 def test_losing_a_collectors_node_loses_no_more_than_its_requests_in_flight(cluster, tmp_path):
     state, rows, log, lost, left = _run_losing(cluster, tmp_path, 'collector')
     assert state['last_envstep'] >= BUDGET and 'collector 1 actor failed' in log
-    assert 'collector 1 actor was not placed within' in log
+    assert 'collector 1 actor was not placed after' in log
     assert 0 < state['run']['loop']['lost'] <= 2 * 4  # the dead actor's request and the unplaced one's (n_sample 4)
     assert any(int(row[1]) > lost['envstep'] for row in rows) and not left
 
 
 def _cli(tmp_path, env_extra, *args):
     main, create = _tiny(tmp_path, 'cli')
-    del main.parallel['placement_timeout']
     path = tmp_path / 'config.py'
     path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
     env = {**os.environ, 'PYTHONPATH': ROOT, **env_extra}
