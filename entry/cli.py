@@ -117,14 +117,14 @@ def build_tool_parser() -> argparse.ArgumentParser:
 
 def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'plot':
-        from .plot import plot_curves
+        from .tools.plot import plot_curves
         print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title, args.y)}")
         return
     if args.tool == 'export':
-        from .agent import load_policy
+        from .tools.agent import load_policy
         print(f"wrote {load_policy(args.run, args.checkpoint).export(args.output)}")
         return
-    from . import discover
+    from .tools import discover
     if args.tool == 'list':
         print(discover.list_registered(args.kind))
     elif args.tool == 'config':
@@ -135,8 +135,8 @@ def _run_tool(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    from . import run
-    run.COMMAND = [*_program(), *argv]
+    from .pipeline import life_cycle
+    life_cycle.COMMAND = [*_program(), *argv]
     if argv and argv[0] in TOOLS:
         args = build_tool_parser().parse_args(argv)
         return _guarded(_run_tool, args)
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                                               if args.mode == 'parallel' else ''))
         if args.seed is not None:
             parser.error('give either -s/--seed (one run) or --seeds (many), not both')
-        from .serial_seeds import parse_seeds
+        from .pipeline.seeds import parse_seeds
         try:
             args.seed = parse_seeds(args.seeds)
         except ValueError as error:
@@ -208,24 +208,24 @@ def _run(args: argparse.Namespace) -> None:
         main_config.exp_name = args.exp_name
         args.config = (main_config, create_config)
     if args.mode == 'serial':
-        from .serial_entry import serial_pipeline
+        from .pipeline.serial import serial_pipeline
         serial_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
                         max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)
     elif args.mode == 'parallel':
-        from .parallel_entry import parallel_pipeline
+        from .parallel.pipeline import parallel_pipeline
         parallel_pipeline(args.config, seed=args.seed, max_env_step=args.max_env_step,
                           max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)
     elif args.mode == 'eval':
-        from .application import eval
+        from .tools.application import eval
         eval(args.config, seed=args.seed, load_path=args.load_path, replay_path=args.replay_path,
              n_episode=args.episodes, overrides=overrides)
     elif args.mode == 'collect_demo':
-        from .application import collect_demo_data
+        from .tools.application import collect_demo_data
         collect_demo_data(args.config, seed=args.seed, collect_count=args.collect_count,
                           expert_data_path=args.expert_data_path, state_dict_path=args.load_path,
                           deterministic=not args.demo_sampled, overrides=overrides)
     elif args.mode == 'serial_sqil':
-        from .serial_entry_sqil import serial_pipeline_sqil
+        from .pipeline.sqil import serial_pipeline_sqil
         serial_pipeline_sqil(args.config, expert_cfg=args.expert_config, seed=args.seed,
                              expert_data_path=args.expert_data_path, max_env_step=args.max_env_step,
                              max_train_iter=args.max_train_iter, resume=args.resume, overrides=overrides)

@@ -29,9 +29,9 @@ from ding_lite.data.collate import unflatten_batch
 from ding_lite.registry import ENV_REGISTRY, LEARNER_REGISTRY
 from ding_lite.worker import BaseLearner, SampleSerialCollector
 from entry import parallel_pipeline, serial_pipeline
-from entry.parallel_entry import ParallelLoop
-from entry.parallel_workers import ActorPool
-from entry.utils import build_envs, collect_batch
+from entry.parallel.pipeline import ParallelLoop
+from entry.parallel.workers import ActorPool
+from entry.pipeline.run_parts import build_envs, collect_batch
 from envs import PendulumEnv, get_vec_env_setting
 from policy_zoo import create_policy
 

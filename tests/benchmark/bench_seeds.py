@@ -112,7 +112,7 @@ def learn_step(n_seeds: int, updates: int, device: str = 'cpu', sizes: str = 'Ha
     from ding_lite.config import compile_config
     from ding_lite.data import default_collate
     from policy_zoo import create_policy
-    from policy_zoo.seed_axis import SeedAxis
+    from entry.pipeline.seed_axis import SeedAxis
     obs, act, hidden, batch_size = SIZES[sizes]
     model = dict(obs_shape=obs, action_shape=act, twin_critic=True, actor_head_hidden_size=hidden,
                  critic_head_hidden_size=hidden)
@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
     parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from entry.serial_seeds import parse_seeds
+    from entry.pipeline.seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
         _child(args.child, seeds, args.config, args.max_env_step, args.device)

@@ -256,7 +256,7 @@ def test_collectors_stepped_together_survive_a_restarted_env(tiny_pendulum):
     restarted env leaves one seed short of ``n_sample``, that seed steps on alone, the other padded out of the
     forward, and each ends with its own rows."""
     from ding_lite.worker.collector import collect_batches
-    from policy_zoo.seed_axis import SeedAxis
+    from entry.pipeline.seed_axis import SeedAxis
     cfg, _ = _sac(tiny_pendulum)
     policies = [SACPolicy(cfg.policy) for _ in range(2)]
     axis = SeedAxis(policies)

@@ -172,7 +172,7 @@ def test_help_lists_every_mode_and_tool():
 def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp_path):
     import io
     from easydict import EasyDict
-    from entry import run as run_module
+    from entry.pipeline import life_cycle as run_module
     stream = io.StringIO()  # not a terminal
     progress = run_module.RunProgress(EasyDict(exp_name='quiet'), 100, 10 ** 10, lambda: 7, stream=stream)
     progress.update(50)
@@ -187,8 +187,8 @@ def test_many_seeds_share_one_progress_line_per_evaluation_round():
     import io
     from types import SimpleNamespace
     from easydict import EasyDict
-    from entry.run import RunProgress
-    from entry.serial_seeds import _SeedBar
+    from entry.pipeline.life_cycle import RunProgress
+    from entry.pipeline.seeds import _SeedBar
     stream = io.StringIO()  # not a terminal
     progress = RunProgress(EasyDict(exp_name='p_seed0'), 0, 10 ** 10, lambda: 0, stream=stream, name='p (2 seeds)')
     runs = [SimpleNamespace(cfg=EasyDict(seed=k), collector=SimpleNamespace(envstep=0)) for k in (0, 1)]

@@ -5,7 +5,7 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import compile_config
-from entry.cpu_threads import CpuThreads, small_nets, threads_for
+from entry.pipeline.cpu_threads import CpuThreads, small_nets, threads_for
 from tests.conftest import TINY_CREATE, TINY_PENDULUM, zoo_config
 
 

@@ -8,7 +8,7 @@ import pytest
 from ding_lite.config import ConfigError, compile_config, policy_default_config
 from ding_lite.registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY
 from entry.cli import main
-from entry.discover import describe_config, list_registered, zoo_configs
+from entry.tools.discover import describe_config, list_registered, zoo_configs
 
 
 def test_list_prints_every_registered_name_with_its_description(capsys):

@@ -24,7 +24,7 @@ from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM, first_envstep_reach
 ray = pytest.importorskip('ray', reason="the parallel pipeline needs Ray: pip install 'ding-lite[parallel]'")
 ray_put = ray.put
 from entry import parallel_pipeline  # noqa: E402
-from entry.parallel_workers import NAMESPACE, ActorFailure  # noqa: E402
+from entry.parallel.workers import NAMESPACE, ActorFailure  # noqa: E402
 
 
 @pytest.fixture(scope='module')

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from entry.cli import main
-from entry.plot import aggregate, experiment_name, group_runs, plot_curves, read_curve
+from entry.tools.plot import aggregate, experiment_name, group_runs, plot_curves, read_curve
 
 pytest.importorskip('matplotlib', reason="plotting needs matplotlib: pip install 'ding-lite[plot]'")
 

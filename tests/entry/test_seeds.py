@@ -17,10 +17,10 @@ from ding_lite.data import default_collate
 from ding_lite.registry import ENV_REGISTRY, POLICY_REGISTRY
 from ding_lite.worker import load_checkpoint
 from entry import serial_pipeline
-from entry.serial_seeds import parse_seeds
+from entry.pipeline.seeds import parse_seeds
 from envs import BaseEnv, BaseEnvTimestep
 from policy_zoo import SACPolicy, create_policy
-from policy_zoo.seed_axis import Fields, SeedAxis
+from entry.pipeline.seed_axis import Fields, SeedAxis
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-import entry.run as run_module
+import entry.pipeline.life_cycle as run_module
 from entry import serial_pipeline
-from entry.run import PhaseTimer
+from entry.pipeline.life_cycle import PhaseTimer
 
 
 def test_phase_timer_shares_and_rates(monkeypatch):

@@ -14,9 +14,12 @@ from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy
 from .env_check import fit_model_to_env
-from .serial_seeds import train_seeds
-from .serial_entry import build_serial, closing, load_demo_buffer, starting, train_serial
-from .utils import build_envs, collect_batch, compile_input, compile_run, create_run_policy, expert_mode
+from .config_input import compile_input, compile_run
+from .life_cycle import closing, starting
+from .run_parts import build_envs, collect_batch, create_run_policy, expert_mode
+from .seeds import train_seeds
+from .single import train_serial
+from .steps import build_serial, load_demo_buffer
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,

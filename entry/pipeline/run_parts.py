@@ -1,8 +1,7 @@
-"""Pieces shared by the pipelines: config input, env set-up, random collection."""
+"""The parts of a run that every pipeline builds alike: its envs, its policy, the warm-up's random actions, a collected
+batch stored into it."""
 from __future__ import annotations
 
-import os
-import re
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -13,112 +12,12 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from ding_lite.config import ConfigError, compile_config, read_config, reward_clip_bounds
+from ding_lite.config import ConfigError, reward_clip_bounds
 from ding_lite.data.collate import batch_len, default_collate
-from ding_lite.worker import load_checkpoint
-from ding_lite.worker.logger import build_logger
-from ding_lite.worker.learner import LATEST
 from envs import create_env_manager, get_vec_env_setting
 from ding_lite.model import RunningObsNorm
 from envs.adapt import adapted_env
 from policy_zoo import Policy, create_policy, get_policy_cls
-
-
-def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
-    """Compile a config file path or a ``(main_config, create_config)`` pair (``seed`` None: the config's own;
-    ``kwargs`` are ``compile_config``'s, ``overrides`` among them)."""
-    if isinstance(input_cfg, str):
-        input_cfg = read_config(input_cfg)
-    if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
-        raise ConfigError(f"input_cfg must be a config file path or a (main_config, create_config) pair, "
-                          f"got {type(input_cfg).__name__}")
-    return compile_config(input_cfg[0], create_cfg=input_cfg[1], seed=seed, **kwargs)
-
-
-def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str,
-                overrides: dict[str, Any] | None = None) -> tuple[EasyDict, str | None]:
-    """The compiled config of a training run and, when resuming, the checkpoint to continue.
-
-    A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
-    continues (``exp_name``'s, or the one holding the checkpoint ``resume`` names) and takes the seed its checkpoint
-    records (a different ``seed`` is an error). ``overrides`` (``--set``) are applied, recorded in
-    ``total_config.py`` and logged in ``log/summary.txt``.
-    """
-    if not resume:
-        cfg = compile_input(input_cfg, seed, overrides=overrides)
-        if overrides:
-            build_logger(cfg.exp_name, 'summary', console=True).info(
-                'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))
-        return cfg, None
-    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
-    where = str(resume) if resume is not True else cfg.exp_name if seed is not None else _the_run(cfg.exp_name)
-    path = find_resume_point(where)
-    run_seed = load_checkpoint(path).get('run', {}).get('loop', {}).get('seed', cfg.seed)
-    if seed is not None and seed != run_seed:
-        raise ConfigError(f"--seed {seed} differs from the seed {run_seed} of the run being resumed ({path}); "
-                          f"leave it out or give {run_seed}")
-    if run_seed != cfg.seed:
-        cfg = compile_input(input_cfg, run_seed, save_cfg=False, overrides=overrides)
-    ckpt_dir = os.path.dirname(os.path.abspath(path))
-    if resume is True:  # the run folder picked (the config's own, or the one seed-less --resume found)
-        cfg.exp_name = where
-    elif os.path.basename(ckpt_dir) == 'ckpt':  # a checkpoint path: the run folder that holds it
-        cfg.exp_name = os.path.dirname(ckpt_dir)
-    return cfg, path
-
-
-def _the_run(exp_name: str) -> str:
-    """The one run of a ``_seed<K>`` config that ``--resume`` without a seed continues: every seed's folder (and
-    its timestamped siblings) with a resume point is a candidate; several are an error listing them."""
-    runs = resumable_runs(exp_name)
-    if len(runs) > 1:
-        listed = '; '.join(f"{run} ({run_state(run)})" for run in runs)
-        raise ConfigError(f"--resume without a seed: {len(runs)} runs of this config can be resumed: {listed}. Give "
-                          f"the run's seed (-s K) or its folder (--resume FOLDER)")
-    return runs[0] if runs else exp_name
-
-
-def resumable_runs(exp_name: str) -> list[str]:
-    """The folders of ``exp_name``'s runs that hold a complete resume point: for a ``<name>_seed<K>`` name every
-    seed's (and the timestamped siblings ``compile_config`` makes), else ``exp_name``'s alone."""
-    match = re.fullmatch(r'(.*_seed)\d+', exp_name)
-    if match is None:
-        return [exp_name] if os.path.isfile(os.path.join(exp_name, 'ckpt', LATEST)) else []
-    parent, base = os.path.split(match.group(1))
-    name = re.compile(re.escape(base) + r'\d+(_\d{6}_\d{6}_[0-9a-f]{4})?')
-    folders = sorted(entry for entry in os.listdir(parent or '.') if name.fullmatch(entry))
-    return [os.path.join(parent, f) for f in folders if os.path.isfile(os.path.join(parent, f, 'ckpt', LATEST))]
-
-
-def run_state(run: str) -> str:
-    """``'finished at env step N'`` or ``'interrupted at env step N'`` for a run folder with a resume point."""
-    state = load_checkpoint(find_resume_point(run))
-    envstep = state.get('last_envstep', 0)
-    summary = os.path.join(run, 'log', 'summary.txt')
-    lines = open(summary).read().splitlines() if os.path.isfile(summary) else []
-    ends = [line for line in lines if re.search(r'\] (finished|interrupted) ', line)]
-    finished = bool(ends) and '] finished ' in ends[-1] and f": {envstep} env steps," in ends[-1]
-    return f"{'finished' if finished else 'interrupted'} at env step {envstep}"
-
-
-def find_resume_point(where: str) -> str:
-    """The checkpoint ``where`` names: a checkpoint file, or an experiment (or its ``ckpt``) folder, whose
-    ``ckpt/latest`` names the newest complete checkpoint. Temp files a kill left behind are removed."""
-    if os.path.isfile(where):
-        return where
-    ckpt_dir = where if os.path.basename(os.path.normpath(where)) == 'ckpt' else os.path.join(where, 'ckpt')
-    latest = os.path.join(ckpt_dir, LATEST)
-    if not os.path.isfile(latest):
-        raise FileNotFoundError(f"nothing to resume: {latest} does not exist (no complete checkpoint of "
-                                f"{where!r} was written yet); run without --resume to start a new run")
-    with open(latest) as f:
-        path = os.path.join(ckpt_dir, f.read().strip())
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"nothing to resume: {latest} names {path}, which does not exist")
-    for name in os.listdir(ckpt_dir):
-        if name.startswith('.') and name.endswith('.tmp'):
-            os.remove(os.path.join(ckpt_dir, name))
-    return path
 
 
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:

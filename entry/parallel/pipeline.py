@@ -26,14 +26,15 @@ from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager, get_vec_env_setting
 from envs.adapt import adapted_env
 from policy_zoo import Policy
-from .env_check import first_step, fit_model_to_env
-from .parallel_workers import ActorFailure, ActorPool, Slot
+from ..pipeline.config_input import compile_run
+from ..pipeline.cpu_threads import learner_threads
+from ..pipeline.env_check import first_step, fit_model_to_env
+from ..pipeline.life_cycle import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, \
+    log_times, naming_resume_point, resume_point_on, start_tracker, starting, summarise
+from ..pipeline.run_parts import create_run_policy, store
+from ..pipeline.steps import build_learner, learn_sampler
 from .ray_connect import cpus_needed, ray_address
-from .run import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, log_times, \
-    naming_resume_point, resume_point_on, start_tracker, starting, summarise
-from .serial_entry import build_learner, learn_sampler
-from .cpu_threads import learner_threads
-from .utils import compile_run, create_run_policy, store
+from .workers import ActorFailure, ActorPool, Slot
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
 

@@ -24,9 +24,8 @@ except ImportError:  # another torch: torch.func.vmap
 
 from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
-from .base_policy import Policy
-from .sac import SACPolicy, _step
-from .sqil_sac import SQILSACPolicy
+from policy_zoo import Policy, SACPolicy, SQILSACPolicy
+from policy_zoo.sac import _step
 
 
 def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:

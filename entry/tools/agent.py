@@ -15,8 +15,8 @@ from ding_lite.worker import load_checkpoint
 from envs import get_vec_env_setting
 from envs.adapt import ObsAdapter, adapted_env
 from policy_zoo import Policy
-from .env_check import fit_model_to_env
-from .utils import create_run_policy
+from ..pipeline.env_check import fit_model_to_env
+from ..pipeline.run_parts import create_run_policy
 
 
 class Agent:

@@ -26,11 +26,11 @@ from ding_lite.worker.collector import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
-from policy_zoo.seed_axis import Fields, SeedAxis, why_not_vectorised
-from .run import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
-from .serial_entry import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
+from .config_input import compile_input, compile_run
 from .cpu_threads import CpuThreads, learner_threads
-from .utils import compile_input, compile_run
+from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
+from .seed_axis import Fields, SeedAxis, why_not_vectorised
+from .steps import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
 
 
 def parse_seeds(text: str) -> list[int]:

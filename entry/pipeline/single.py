@@ -1,0 +1,94 @@
+"""One seed's serial run: {evaluate, collect, store, learn} until the stop value or a limit, with the life cycle
+around it (warm-up, progress, Ctrl-C, resume point, summary)."""
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from easydict import EasyDict
+from torch import nn
+
+from ding_lite.data import Batch
+from ding_lite.worker.logger import build_logger
+from policy_zoo import Policy
+from .config_input import compile_run
+from .cpu_threads import CpuThreads, learner_threads
+from .life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
+    starting, summarise
+from .steps import begin_run, build_serial, collect_round, learn_sampler, warm_up
+
+
+def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
+              model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
+              resume: bool | str = False, overrides: dict[str, Any] | None = None) -> Policy:
+    """``serial_pipeline`` for one seed (its arguments); returns the trained policy."""
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    with starting(cfg, resume_path):
+        run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
+    with closing(run):
+        with starting(cfg, resume_path):
+            sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
+            if resume_path:
+                run.learner.resume(resume_path)
+        train_serial(cfg, run, sample, max_train_iter, max_env_step)
+    return run.policy
+
+
+def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], max_train_iter: int,
+                 max_env_step: int, after_collect: Callable[[], None] | None = None) -> None:
+    """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise. Ctrl-C
+    (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
+    learner, collector = run.learner, run.collector
+    max_train_iter = begin_run(cfg, run, max_train_iter)
+    with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
+        warm_up(cfg, run)
+        with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
+            _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress, interrupted,
+                        threads)
+        after_run(cfg, learner, interrupted.is_set())
+    summarise(cfg, learner, collector.envstep, run.evaluator, interrupted=interrupted.is_set())
+    if interrupted.is_set():
+        raise KeyboardInterrupt
+
+
+def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], limits: tuple[int, int],
+                after_collect: Callable[[], None] | None, progress: RunProgress, interrupted: threading.Event,
+                threads: CpuThreads) -> None:
+    learner, collector, loop = run.learner, run.collector, run.loop
+    max_train_iter, max_env_step = limits
+
+    def finished() -> bool:
+        return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
+
+    done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
+    if done:
+        build_logger(cfg.exp_name, 'summary', console=True).info(
+            f"{cfg.exp_name} had already finished: {collector.envstep} env steps, {learner.train_iter} train "
+            f"iterations reach this budget; raise --max-env-step or --max-train-iter to continue it")
+    timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
+    while not done and not interrupted.is_set():
+        # else a resumed run finishes the round its checkpoint fell in
+        if loop.updates_left == 0 and collect_round(cfg, run, after_collect, progress):
+            break
+        with timer.phase('learn'):
+            _learn_round(cfg, run, sample, interrupted)
+        if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate
+            logged = learner.train_iter
+            log_times(cfg, run.tb_logger, logged, timer.report(collector.envstep, logged), collector.envstep)
+        threads.check()
+        done = finished()
+
+
+def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None],
+                 interrupted: threading.Event) -> None:
+    """The learn steps left of this collect round (fewer while the buffer holds less than a batch), until an
+    interrupt: the loop's ``updates_left`` then tells a resume where the round stood."""
+    batch_size, loop = cfg.policy.learn.batch_size, run.loop
+    while loop.updates_left > 0 and not interrupted.is_set():
+        loop.updates_left -= 1  # first: a checkpoint written by this step's hooks counts it as done
+        batch = sample(batch_size) if run.buffer.count() >= batch_size else None
+        if batch is None:
+            loop.updates_left = 0
+            break
+        run.learner.train(batch, run.collector.envstep)
