@@ -9,13 +9,14 @@ TORCH_VERSION ?= 2.13.0
 RUN = PATH="$(abspath $(dir $(PYTHON))):$$PATH" $(PYTHON)
 # what each target needs: the demo only plots; the tests run every env family, Ray, EnvPool, videos and W&B
 EXTRAS_demo = plot
-EXTRAS_test = test,box2d,mujoco,parallel,envpool,plot,video,track
+EXTRAS_test = test,box2d,mujoco,parallel,envpool,plot,video,track,docs
+EXTRAS_docs = docs
 # an install is done again only when setup.py changes (a stamp beside the interpreter, per target)
 STAMP = $(dir $(PYTHON)).ding_lite-installed-
 DEMO_CONFIG = dizoo_configs/pendulum_sac_config.py
 DEMO_RUN = pendulum_sac_seed0
 
-.PHONY: install test demo bench
+.PHONY: install test demo bench docs
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -38,6 +39,10 @@ demo: $(STAMP)demo
 	run=$$(ls -td $(DEMO_RUN)*/ 2>/dev/null | head -1); \
 	if [ -n "$$run" ] && [ -s "$${run}log/evaluator.csv" ]; then $(RUN) -m entry.cli plot $$run -o $${run}curve.png; fi; \
 	exit $$status
+
+# the documentation site from docs/ into site/ (a broken link or API reference fails the build)
+docs: $(STAMP)docs
+	NO_MKDOCS_2_WARNING=1 $(RUN) -m mkdocs build --strict
 
 bench: $(STAMP)test
 	for f in tests/benchmark/bench_*.py; do $(RUN) -m tests.benchmark.$$(basename $$f .py) || exit 1; done

@@ -26,6 +26,7 @@ setup(
         'envpool': ['envpool'],
         'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
         'track': ['wandb'],    # logger.wandb / --track (Weights & Biases)
+        'docs': ['mkdocs-material', 'mkdocstrings[python]'],  # make docs: the site from docs/ (mkdocs.yml)
         'bench': ['sb3-contrib'],  # bench_learn's peer rows (TQC, CrossQ); benchmarks only, never imported at runtime
     },
     entry_points={'console_scripts': ['ding_lite=entry.cli:main']},

@@ -3,7 +3,7 @@
 Expected: 200 not reached within a budget of 200k env steps: best evaluations 159 / -9 / -17
 (seeds 0-2), 55-60 s each on 2 CPU cores
 (``python -m tests.benchmark.bench_zoo lunarlander_discrete_sac_config --seeds 0 1 2 --env-steps 200000``). Discrete
-SAC is slow on LunarLander at this budget; the README gives the target-entropy ratios tried.
+SAC is slow on LunarLander at this budget; docs/configs.md gives the target-entropy ratios tried.
 """
 from easydict import EasyDict
 

@@ -2,7 +2,7 @@
 
 ignore_done: DI-engine sets it to True because its envs report a time-limit end as ``done``, which would
 stop the TD target from bootstrapping. ding_lite stores ``done`` = terminated (Pendulum never terminates),
-so it is not needed here; see the README for both measured.
+so it is not needed here; see docs/configs.md for both measured.
 
 Expected: -250 at 32k / 34k / 30k / 33k / 33k env steps (seeds 0-4), 16-18 s each on a 2-core AMD EPYC (one torch
 thread; BENCHMARKS.md, "Threads") (``ding_lite -m serial -c dizoo_configs/pendulum_sac_config.py -s N``).

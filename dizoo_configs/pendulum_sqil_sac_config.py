@@ -1,5 +1,5 @@
 """SQIL-SAC on Pendulum-v1: the SAC Pendulum config with policy ``sqil_sac``; learn batches are half agent
-data (reward 0) and half demonstrations (reward 1) from a ``ding_lite -m collect_demo`` file (see the README).
+data (reward 0) and half demonstrations (reward 1) from a ``ding_lite -m collect_demo`` file (see docs/imitation.md).
 
 Expected: -250 at 15k / 16k / 21k / 12k / 14k env steps (seeds 0-4) from 10k deterministic demonstrations of the
 seed-0 SAC expert (``ding_lite -m serial_sqil -c dizoo_configs/pendulum_sqil_sac_config.py --expert-data-path F``).

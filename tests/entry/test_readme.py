@@ -1,4 +1,5 @@
-"""The README's plugin example runs as it is: as a script, and as the module a config file's import_names names."""
+"""The docs' plugin example (docs/plugins.md) runs as it is: as a script, and as the module a config file's
+import_names names."""
 from __future__ import annotations
 
 import pprint
@@ -9,7 +10,7 @@ from tests.conftest import ROOT
 
 
 def _example() -> str:
-    readme = open(f'{ROOT}/README.md').read()
+    readme = open(f'{ROOT}/docs/plugins.md').read()
     start = readme.index('# my_plugins.py')
     return readme[start:readme.index('```', start)]
 
