@@ -149,12 +149,12 @@ def test_a_fixed_alpha_warns_about_its_unused_learning_settings_and_priority_pic
     assert priority.min() > 0 and not torch.all(priority == priority[0])
 
 
-def test_adam_betas_reach_every_optimizer_of_sac_v1():
-    from policy_zoo import get_policy_cls
-    cfg = _policy_cfg('sac_v1', learn=dict(adam_betas=(0.5, 0.999)))
-    policy = get_policy_cls(cfg)(cfg)
-    for optimizer in (policy._optimizer_q, policy._optimizer_policy):
-        assert optimizer.param_groups[0]['betas'] == (0.5, 0.999)
+def test_adam_betas_reach_every_optimizer_of_sac_v1(tmp_path):
+    run = _cli(tmp_path, 'policy.learn.adam_betas=(0.5, 0.999)', create=dict(TINY_CREATE, policy=dict(type='sac_v1')))
+    assert run.returncode == 0, run.stderr[-2000:]
+    state = torch.load(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+    for optimizer in ('optimizer_q', 'optimizer_policy'):  # the critics and V, and the actor
+        assert tuple(state[optimizer]['param_groups'][0]['betas']) == (0.5, 0.999), optimizer
 
 
 def test_init_w_initialises_a_model_given_to_the_pipeline(tiny_pendulum):
