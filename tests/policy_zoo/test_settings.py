@@ -161,7 +161,8 @@ def test_init_w_initialises_a_model_given_to_the_pipeline(tiny_pendulum):
     from ding_lite.model import ContinuousQAC
     main, create = tiny_pendulum
     main.policy.learn.init_w = 3e-3
+    main.policy.learn.batch_size = 64  # more than the warm-up and a round hold: no learn step moves the weights
     given = ContinuousQAC(3, 1, twin_critic=True, actor_head_hidden_size=16, critic_head_hidden_size=16)
     assert given.actor[-1].mu.weight.abs().max() > 0.01  # torch's own bound, before
-    serial_pipeline((main, create), seed=0, model=given, max_train_iter=0)
+    serial_pipeline((main, create), seed=0, model=given, max_env_step=1)
     assert given.actor[-1].mu.weight.abs().max() <= 3e-3 and given.actor[-1].log_sigma.bias.abs().max() <= 3e-3
