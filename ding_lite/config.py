@@ -269,7 +269,8 @@ def _import_create_names(create_cfg: dict) -> list[str]:
              for name in value.get('import_names') or []]
     names += [(name, None, None) for name in create_cfg.get('import_names') or []]
     imported = [name for name, _, _ in names if not name.startswith(_DI_ENGINE_PACKAGES)]
-    import_names(imported, create_cfg.get('import_paths') or ())  # first: the user's modules may register the types DI-engine's would
+    # first: the user's modules may register the types DI-engine's would
+    import_names(imported, create_cfg.get('import_paths') or ())
     skipped = []
     for name, part, type_ in names:
         if not name.startswith(_DI_ENGINE_PACKAGES):

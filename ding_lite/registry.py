@@ -47,7 +47,8 @@ def _is_missing(name: str, error: ModuleNotFoundError) -> bool:
 
 def _import_from(name: str, folders: list[str], error: ImportError) -> None:
     """Import ``name`` with ``folders`` appended to ``sys.path`` (kept there, as a script's own folder is)."""
-    added = [f for f in dict.fromkeys(os.path.abspath(f) for f in folders) if f not in sys.path]
+    folders = list(dict.fromkeys(os.path.abspath(f) for f in folders))
+    added = [f for f in folders if f not in sys.path]
     sys.path.extend(added)
     try:
         importlib.import_module(name)
@@ -57,7 +58,7 @@ def _import_from(name: str, folders: list[str], error: ImportError) -> None:
         if not _is_missing(name, again):
             raise ImportError(f"cannot import {name!r} listed in import_names: {again}") from again
         raise ImportError(f"cannot import {name!r} listed in import_names: {error}; looked in sys.path and in "
-                          f"{', '.join(dict.fromkeys(os.path.abspath(f) for f in folders))}: run from the folder that "
+                          f"{', '.join(folders)}: run from the folder that "
                           f"holds it, or put that folder on PYTHONPATH") from error
 
 

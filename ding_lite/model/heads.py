@@ -227,7 +227,12 @@ def _too_small(obs_shape: list[int], kernels: list[int], strides: list[int]) -> 
     """Why images of ``obs_shape`` do not fit these conv layers, and settings that do."""
     side, n = min(obs_shape[1:]), len(kernels)
     fits = max(1, min(n, (side - 1) // 2))  # kernel 3, stride 1: each layer takes 2 pixels off a side
-    advice = f"policy.model.encoder_kernel_size={[3] * n} and encoder_stride={[1] * n}" if fits == n else         f"{fits} conv layer{'s' * (fits > 1)} (encoder_hidden_size_list with {fits} channel entries and a "         f"feature size, e.g. {[32] * fits + [128]}) with encoder_kernel_size={[3] * fits} and "         f"encoder_stride={[1] * fits}"
+    if fits == n:
+        advice = f"policy.model.encoder_kernel_size={[3] * n} and encoder_stride={[1] * n}"
+    else:
+        advice = (f"{fits} conv layer{'s' * (fits > 1)} (encoder_hidden_size_list with {fits} channel entries and a "
+                  f"feature size, e.g. {[32] * fits + [128]}) with encoder_kernel_size={[3] * fits} and "
+                  f"encoder_stride={[1] * fits}")
     return (f"images of shape {list(obs_shape)} are too small for {n} conv layers with kernels {kernels} and strides "
             f"{strides}: set {advice}, which fit a {obs_shape[1]}x{obs_shape[2]} image")
 

@@ -39,7 +39,7 @@ class _QAC(nn.Module):
         return q if self.n_critics > 1 else q[0]
 
     def _encoders(self, obs_shape: Any, sizes: list[int] | None, share: bool, activation: str,
-                  conv: dict[str, Any] | None = None) -> tuple[int, nn.Module | None, nn.Module | None]:
+                  conv: dict[str, Any]) -> tuple[int, nn.Module | None, nn.Module | None]:
         """``(feature size the heads take, actor encoder, critic encoder)``: images ``[C, H, W]`` always get conv
         encoders (DI-engine's ``[32, 64, 64, 128]`` when ``sizes`` is None; ``conv``: their kernel sizes and
         strides), vectors FC ones only with ``sizes``. ``share``: one encoder, the critics'; the actor reads its
@@ -52,9 +52,10 @@ class _QAC(nn.Module):
         if sizes is None:
             return layout, None, None
         if isinstance(obs_shape, dict):  # images beside vectors
-            make = lambda: MultiInputEncoder(layout, sizes, activation, **(conv or {}))  # noqa: E731
-            return make().out_size, None if self.share_encoder else make(), make()
-        make = (lambda: ConvEncoder(layout, sizes, activation, **(conv or {}))) if image else \
+            actor, critic = (None if self.share_encoder else MultiInputEncoder(layout, sizes, activation, **conv),
+                             MultiInputEncoder(layout, sizes, activation, **conv))
+            return critic.out_size, actor, critic
+        make = (lambda: ConvEncoder(layout, sizes, activation, **conv)) if image else \
             (lambda: FCEncoder(layout, sizes, activation))
         return sizes[-1], None if self.share_encoder else make(), make()
 

@@ -88,7 +88,9 @@ class _SerialCollector:
             terminated = done and not info.get('TimeLimit.truncated', False)
             raw = {'reward': reward, 'obs': obs[env_id], 'next_obs': timestep.obs, 'action': output[env_id]['action']}
             transition = None
-            if not nonfinite_fields(raw) or self._drop_nonfinite(env_id, raw, len(steps)):
+            if nonfinite_fields(raw):
+                self._drop_nonfinite(env_id, raw, len(steps))
+            else:
                 transition = self._policy.process_transition(obs[env_id], output[env_id],
                                                              timestep._replace(reward=reward, done=terminated))
                 self._return[env_id] += reward
@@ -134,14 +136,13 @@ class _SerialCollector:
         self.envstep += len(step.env_id)
         return batch
 
-    def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> bool:
+    def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> None:
         """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the
-        step and the field, or with ``on_nonfinite='skip'`` counted and dropped; returns False (not stored)."""
+        step and the field, or with ``on_nonfinite='skip'`` counted (the caller drops it)."""
         if self.on_nonfinite != 'skip':
             where = f"at env step {self.envstep + row + 1} (step {int(self._length[env_id]) + 1} of its episode)"
             raise nonfinite_error(env_label(self._env, env_id), where, transition)
         self.nonfinite_dropped += 1
-        return False
 
     def _sent_with(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
                    returned: list[int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -53,10 +53,15 @@ def nonfinite_error(source: str, where: str, transition: dict[str, Any]) -> NonF
         f"transitions (counted in the collector's log as nonfinite_dropped_count)")
 
 
+def env_name(env: Any) -> str:
+    """``"'Pendulum-v1'"``: the id of an env, or of an env manager's envs (their class name where they have none)."""
+    ref = getattr(env, 'env_ref', env)
+    return repr(getattr(ref, 'env_id', type(ref).__name__))
+
+
 def env_label(manager: Any, env_id: int) -> str:
     """``"env 'Pendulum-v1' (env 3)"``: the id of an env manager's envs and the index of one of them."""
-    ref = getattr(manager, 'env_ref', None)
-    return f"env {getattr(ref, 'env_id', None) or type(ref or manager).__name__!r} (env {env_id})"
+    return f"env {env_name(manager)} (env {env_id})"
 
 
 def _show(value: Any) -> str:

@@ -13,16 +13,12 @@ from easydict import EasyDict
 
 from ding_lite.config import ConfigError, save_config
 from ding_lite.data.collate import to_scalar
+from ding_lite.worker.finite_check import env_name
 from envs.adapt import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
 logger = logging.getLogger(__name__)
 _OBS_KEYS = ('obs_shape', 'agent_obs_shape', 'global_obs_shape')  # DI-engine's names of the observation size
-
-
-def env_name(env: Any) -> str:
-    ref = getattr(env, 'env_ref', env)
-    return repr(getattr(ref, 'env_id', type(ref).__name__))
 
 
 def model_obs_shape(space: gym.Space) -> int | list[int] | dict[str, int | list[int]]:
