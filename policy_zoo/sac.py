@@ -15,7 +15,7 @@ from ding_lite.data import Batch
 from ding_lite.model import model_wrap
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
-from ding_lite.rl_utils import Temperature, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
@@ -165,6 +165,7 @@ class SACPolicy(Policy):
         self._gamma = learn.discount_factor
         self._policy_delay = learn.policy_delay              # critic steps per actor step
         self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
+        self._actor_stats: dict[str, Tensor] | None = None    # the last actor step's, logged again until the next
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, learn.adam_betas)
         self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy,
@@ -222,7 +223,8 @@ class SACPolicy(Policy):
         """
         critic_loss, td, q, target_q = self._seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
         grad_norm_critic = self._optimizer_step(self._optimizer_q, critic_loss)
-        if self._learn_steps % self._policy_delay == 0:  # else the last actor step's statistics are logged again
+        # else the last actor step's statistics are logged again (a load without them: the actor steps now)
+        if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
             self._actor_stats = self._actor_step(batch.obs)
         self._learn_steps += 1
         stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q)
@@ -311,15 +313,18 @@ class SACPolicy(Policy):
                 # copies: Optimizer.load_state_dict keeps same-device tensors, so a live state would be shared
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
-                'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps}
+                'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
+                'actor_stats': {k: v.clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
         if self._target_model is not None:
             self._target_model.load_state_dict(state['target_model'])
-        self._optimizer_q.load_state_dict(state['optimizer_q'])
-        self._optimizer_policy.load_state_dict(state['optimizer_policy'])
+        load_optimizer(self._optimizer_q, state['optimizer_q'])
+        load_optimizer(self._optimizer_policy, state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
         self._learn_steps = int(state.get('learn_steps', 0))
+        stats = state.get('actor_stats')
+        self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None
         if hasattr(self._update, 'reset'):  # a captured update still points at the replaced optimizer state
             self._update.reset()

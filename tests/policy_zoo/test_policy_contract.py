@@ -49,6 +49,26 @@ def test_state_dict_round_trip_changes_the_next_action(name):
 
 
 @pytest.mark.parametrize('name', list(POLICIES))
+def test_one_state_loaded_into_two_policies_is_not_shared(name):
+    """Two policies that loaded one state dict step as two copies: the optimizer moments (and Adam's step count)
+    each loads are its own, else the first to step moves the second's (a CUDA graph after a load saw this)."""
+    torch.manual_seed(0)
+    trained = _policy(name)
+    for _ in range(3):
+        trained.learn_mode.forward(_batch(name))
+    state = trained.learn_mode.state_dict()
+    first, second = _policy(name), _policy(name)
+    first.learn_mode.load_state_dict(state)
+    second.learn_mode.load_state_dict(state)
+    batch = _batch(name)
+    for policy in (first, second):
+        torch.manual_seed(1)
+        policy.learn_mode.forward(batch)
+    for a, b in zip(first.model.parameters(), second.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize('name', list(POLICIES))
 def test_collect_and_eval_return_one_action_per_env(name):
     policy = _policy(name)
     obs = {7: torch.randn(3), 2: torch.randn(3)}
