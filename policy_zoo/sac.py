@@ -314,7 +314,7 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
-                'actor_stats': {k: v.clone() for k, v in (self._actor_stats or {}).items()}}
+                'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
