@@ -56,6 +56,7 @@ class Policy:
             collector_logit=False,          # keep the policy's logits in the transitions
             env_num=None,                   # DI-engine's key, set from env.collector_env_num (as DI-engine)
             model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
+            overlap=False,                  # collect the next round in a child process while the learner trains
         ),
         eval=dict(
             env_num=None,                   # DI-engine's key, set from env.evaluator_env_num (as DI-engine)

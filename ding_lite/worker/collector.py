@@ -182,9 +182,13 @@ class _SerialCollector:
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
             return
         self._last_print_iter = train_iter
-        log_episodes(self._tb_logger, self.logger, self._episode_info, train_iter, self.envstep, self.env_restarts,
-                     self.pop_entropy(), self.nonfinite_dropped)
+        self.write_log(self._episode_info, train_iter, self.envstep, self.env_restarts, self.pop_entropy(),
+                       self.nonfinite_dropped)
         self._episode_info = []
+
+    def write_log(self, *args: Any) -> None:
+        """``log_episodes`` to this collector's tensorboard and text log (its arguments after the two loggers)."""
+        log_episodes(self._tb_logger, self.logger, *args)
 
     def pop_episodes(self) -> list[dict[str, float]]:
         """The episodes finished since the last call (``{'return', 'length', <info metrics>}`` each), for a caller

@@ -84,6 +84,8 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
 
 def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:
     cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
+    if cfg.policy.collect.overlap:
+        return "policy.collect.overlap=True collects each seed's rounds in a process of its own"
     return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
 
 

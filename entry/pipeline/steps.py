@@ -14,6 +14,7 @@ from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.logger import build_tb_logger
+from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
 from .env_check import first_step, fit_model_to_env
@@ -47,6 +48,8 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
+    if cfg.policy.collect.overlap:  # after on_nonfinite: the child collector takes it along
+        collector = OverlappedCollector(collector, policy, cfg.seed, cfg.env.manager.type)
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
                           evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
@@ -134,6 +137,8 @@ def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[
     with timer.phase('collect'):
         batch = collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter)
     store_round(cfg, run, batch, after_collect, progress)
+    if isinstance(collector, OverlappedCollector):  # the next round, collected while this one's updates run
+        collector.prefetch(cfg.policy.collect.n_sample, learner.train_iter)
     return False
 
 
