@@ -16,6 +16,8 @@ from typing import Iterator
 import torch
 from easydict import EasyDict
 
+from ding_lite.config import ConfigError
+
 # batch x width^2 of the widest hidden layer below which one thread is as fast as several (Pendulum's 128 x 128^2
 # gains 1.1x from a second thread, HalfCheetah's 256 x 256^2 1.6x)
 SMALL_WORK = 4 * 128 ** 3
@@ -32,6 +34,21 @@ def small_nets(cfg: EasyDict, stacked: int = 1) -> bool:
     widths = [model.get(k) or 0 for k in ('actor_head_hidden_size', 'critic_head_hidden_size')]
     widths += list(model.get('encoder_hidden_size_list') or [])
     return stacked * cfg.policy.learn.batch_size * max(widths, default=0) ** 2 < SMALL_WORK
+
+
+def overlap_collection(cfg: EasyDict) -> bool:
+    """Whether the run collects in a child process while it learns (``policy.collect.overlap``: True, False, or
+    'auto': where the learner leaves a core to the child, i.e. it runs on a GPU, or on one CPU thread (small nets)
+    beside another core; and the envs are the base manager's)."""
+    overlap = cfg.policy.collect.get('overlap', False)
+    if overlap not in (True, False, 'auto'):
+        raise ConfigError(f"policy.collect.overlap must be True, False or 'auto', got {overlap!r}")
+    if overlap != 'auto':
+        return overlap
+    if cfg.env.manager.get('type', 'base') != 'base' or cfg.policy.learn.learner.get('num_threads'):
+        return False
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    return cfg.policy.device != 'cpu' or small_nets(cfg) and cores >= 2
 
 
 def threads_for(cores: int, others_busy: float, reserved_cpus: float, limit: int) -> int:

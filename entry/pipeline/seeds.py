@@ -27,7 +27,7 @@ from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
 from .config_input import compile_input, compile_run
-from .cpu_threads import CpuThreads, learner_threads
+from .cpu_threads import CpuThreads, learner_threads, overlap_collection
 from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
 from .steps import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
@@ -84,7 +84,7 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
 
 def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:
     cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
-    if cfg.policy.collect.overlap:
+    if overlap_collection(cfg) and cfg.policy.collect.overlap is True:  # 'auto' leaves the seeds batched
         return "policy.collect.overlap=True collects each seed's rounds in a process of its own"
     return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
 
@@ -103,7 +103,9 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
         for seed in seeds:
             cfg, resume_path = compile_run(seed_input(input_cfg, seed), seed, resume, overrides)
             with starting(cfg, resume_path):
-                run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None)
+                # one forward acts for every seed's envs: collection stays in this process
+                run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,
+                                   overlap=False)
             run.rng = torch.get_rng_state()  # the seed's stream, where a single run's starts (after its set-up)
             stack.callback(lambda closables=run.closables: [c.close() for c in closables])
             with starting(cfg, resume_path):

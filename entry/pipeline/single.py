@@ -11,6 +11,7 @@ from torch import nn
 
 from ding_lite.data import Batch
 from ding_lite.worker.logger import build_logger
+from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy
 from .config_input import compile_run
 from .cpu_threads import CpuThreads, learner_threads
@@ -41,7 +42,9 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
     learner, collector = run.learner, run.collector
     max_train_iter = begin_run(cfg, run, max_train_iter)
-    with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
+    reserved = 1 if isinstance(collector, OverlappedCollector) else 0  # a core for the collecting process
+    with graceful_interrupt() as interrupted, naming_resume_point(learner), \
+            learner_threads(cfg, reserved) as threads:
         warm_up(cfg, run)
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
             _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress, interrupted,

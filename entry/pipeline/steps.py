@@ -17,26 +17,30 @@ from ding_lite.worker.logger import build_tb_logger
 from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
+from .cpu_threads import overlap_collection
 from .env_check import first_step, fit_model_to_env
 from .life_cycle import PhaseTimer, RunProgress, closed_on_error, start_tracker
 from .run_parts import build_envs, collect_batch, create_run_policy, random_collect, store
 
 
 def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,
-                 save_cfg: bool = True) -> SimpleNamespace:
+                 save_cfg: bool = True, overlap: bool | None = None) -> SimpleNamespace:
     """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked against each other
-    (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded."""
+    (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded.
+    ``overlap``: whether it collects in a child process while it learns (None: ``overlap_collection(cfg)``)."""
     env_setting = env_setting or get_vec_env_setting(cfg.env)
     collector_env, evaluator_env = build_envs(cfg, env_setting)
     with closed_on_error([collector_env, evaluator_env]) as closables:
         fit_model_to_env(cfg, collector_env, save=save_cfg)
-        run = _build_parts(cfg, collector_env, evaluator_env, model)
+        overlap = overlap_collection(cfg) if overlap is None else overlap
+        run = _build_parts(cfg, collector_env, evaluator_env, model, overlap)
         closables[:] = run.closables
         first_step(cfg, env_setting, run.policy, [run.buffer])
     return run
 
 
-def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None) -> SimpleNamespace:
+def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None,
+                 overlap: bool) -> SimpleNamespace:
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if cfg.policy.deterministic:
         set_deterministic(True)
@@ -48,7 +52,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
-    if cfg.policy.collect.overlap:  # after on_nonfinite: the child collector takes it along
+    if overlap:  # after on_nonfinite: the child collector takes it along
         collector = OverlappedCollector(collector, policy, cfg.seed, cfg.env.manager.type)
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,

@@ -47,3 +47,25 @@ def test_large_nets_follow_the_load_and_a_set_key_or_small_nets_stay_put(monkeyp
             assert not fixed.adaptive and fixed.check() == expected == fixed.threads
     finally:
         torch.set_num_threads(before)
+
+
+def test_auto_overlap_where_the_learner_leaves_a_core_free(monkeypatch):
+    import pytest
+    from ding_lite.config import ConfigError
+    from entry.pipeline.cpu_threads import overlap_collection
+    monkeypatch.setattr('os.sched_getaffinity', lambda pid: {0, 1})
+    small, large = _cfg(), _cfg(actor_head_hidden_size=256, critic_head_hidden_size=256)
+    large.policy.learn.batch_size = 256
+    for cfg in (small, large):
+        cfg.policy.collect.overlap = 'auto'
+    assert overlap_collection(small) and not overlap_collection(large)   # a 2-thread learner keeps both cores
+    large.policy.device = 'cuda'
+    assert overlap_collection(large)                                      # a GPU learner leaves the host's cores
+    small.env.manager.type = 'subprocess'
+    assert not overlap_collection(small)                                  # only the base manager's envs fork
+    monkeypatch.setattr('os.sched_getaffinity', lambda pid: {0})
+    small.env.manager.type = 'base'
+    assert not overlap_collection(small)                                  # one core: nothing to overlap on
+    small.policy.collect.overlap = 'yes'
+    with pytest.raises(ConfigError, match="policy.collect.overlap must be True, False or 'auto', got 'yes'"):
+        overlap_collection(small)

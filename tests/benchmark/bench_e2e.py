@@ -1,0 +1,123 @@
+"""The whole loop: HalfCheetah-v5 SAC end to end (1 env, one update per env step), env steps/s over the learning
+phase, against a bare loop of the same math in the same process.
+
+Run: ``python -m tests.benchmark.bench_e2e [--device cuda] [--steps 2000] [--warmup 1000] [--rounds 3]``. Rows:
+the framework's ``serial_pipeline`` parts (the zoo config, hidden 256, batch 256, no evaluation in the window) with
+``policy.collect.overlap`` False (strict: collect, store, learn, in order) and True (the next env step collected in
+a child process while the learner trains), each eagerly and, on CUDA, with ``learn.cuda_graph``; and the bare loop
+(``bare_sac.BareSAC``: actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device, one update).
+Each row runs ``--warmup`` random steps first (not timed), then times ``--steps`` learning steps; rounds
+interleave the rows and the median of each row is reported with its ratio to the bare loop's.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ding_lite.config import read_config
+from entry.pipeline.config_input import compile_run
+from entry.pipeline.single import train_serial
+from entry.pipeline.steps import build_serial
+from tests.benchmark.bare_sac import BareSAC
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int, tmp: str) -> float:
+    """Env steps/s of the zoo config's run between its first learn step and its last."""
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
+    main.exp_name = os.path.join(tmp, f'e2e_{overlap}_{graphed}_{time.monotonic_ns()}')
+    main.policy.update(random_collect_size=warmup, cuda=device.startswith('cuda'))
+    main.policy.collect.overlap = overlap
+    main.policy.learn.cuda_graph = graphed
+    main.policy.eval.evaluator.eval_freq = 10 ** 9
+    main.env.update(evaluator_env_num=1, n_evaluator_episode=1)
+    if device.startswith('cuda'):
+        main.policy.other.replay_buffer.device = device
+    cfg, _ = compile_run((main, create), 0, False, None)
+    run = build_serial(cfg)
+    marks: list[tuple[float, int]] = []
+    train = run.learner.train
+
+    def timed(batch, envstep=None):
+        output = train(batch, envstep)
+        marks.append((time.perf_counter(), run.collector.envstep))
+        return output
+    run.learner.train = timed
+    try:
+        train_serial(cfg, run, run.buffer.sample, max_train_iter=int(1e10), max_env_step=warmup + steps)
+    finally:
+        for closable in run.closables:
+            closable.close()
+    if device.startswith('cuda'):
+        torch.cuda.synchronize()
+    (t0, s0), (t1, s1) = marks[min(50, len(marks) // 10)], marks[-1]  # past the first steps (graph capture)
+    return (s1 - s0) / (t1 - t0)
+
+
+def bare(device: str, warmup: int, steps: int) -> float:
+    """The same schedule as one plain loop (CleanRL style); env steps/s over its learning steps."""
+    torch.manual_seed(0)
+    env = gym.make('HalfCheetah-v5')
+    obs, _ = env.reset(seed=0)
+    sac = BareSAC(17, 6, 256, 1e-3, 1e-3, 3e-4, device=device)
+    size, batch = warmup + steps, 256
+    buf = {k: np.zeros((size,) + s, np.float32) for k, s in
+           (('obs', (17,)), ('act', (6,)), ('rew', ()), ('next', (17,)), ('done', ()))}
+    rng = np.random.default_rng(0)
+    start = None
+    for step in range(size):
+        if step == warmup + min(50, steps // 10):
+            start = time.perf_counter()
+        if step < warmup:
+            act = rng.uniform(-1, 1, 6).astype(np.float32)
+        else:
+            with torch.no_grad():
+                act = sac.actor.sample(torch.as_tensor(obs, dtype=torch.float32, device=device)[None])[0][0].cpu()
+            act = act.numpy()
+        next_obs, reward, term, trunc, _ = env.step(act)
+        for key, value in (('obs', obs), ('act', act), ('rew', reward), ('next', next_obs), ('done', term)):
+            buf[key][step] = value
+        obs = env.reset()[0] if term or trunc else next_obs
+        if step >= warmup:
+            idx = rng.integers(0, step + 1, batch)
+            t = {k: torch.from_numpy(v[idx]).to(device, non_blocking=True) for k, v in buf.items()}
+            sac.update(t['obs'], t['act'], t['rew'], t['next'], t['done'])
+    if device.startswith('cuda'):
+        torch.cuda.synchronize()
+    return (size - (warmup + min(50, steps // 10))) / (time.perf_counter() - start)
+
+
+def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int = 3) -> dict[str, float]:
+    rows = {'strict, eager': (False, False), 'overlapped, eager': (True, False)}
+    if device.startswith('cuda'):
+        rows |= {'strict, cuda_graph': (False, True), 'overlapped, cuda_graph': (True, True)}
+    rates: dict[str, list[float]] = {name: [] for name in [*rows, 'bare loop']}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for name, (overlap, graphed) in rows.items():
+                rates[name].append(framework(device, overlap, graphed, warmup, steps, tmp))
+            rates['bare loop'].append(bare(device, warmup, steps))
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    for name, value in medians.items():
+        print(f"HalfCheetah-v5 SAC on {device}, {name}: {value:.0f} env steps/s over the learning phase "
+              f"(rounds {', '.join(f'{v:.0f}' for v in rates[name])}), ratio to the bare loop "
+              f"{value / medians['bare loop']:.2f}", flush=True)
+    return medians
+
+
+if __name__ == '__main__':
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--warmup', type=int, default=1000)
+    parser.add_argument('--steps', type=int, default=2000)
+    parser.add_argument('--rounds', type=int, default=3)
+    args = parser.parse_args()
+    run(args.device, args.warmup, args.steps, args.rounds)
