@@ -123,7 +123,13 @@ class OverlappedCollector:
 
     @torch.no_grad()
     def _sync_weights(self) -> None:
-        torch._foreach_copy_(self._shared, self._live)
+        """The learner's weights into the child's copy: one copy on the CPU; from a GPU, one flat read-back."""
+        if self._live[0].device.type == 'cpu':
+            torch._foreach_copy_(self._shared, self._live)
+            return
+        flat = torch.cat([t.reshape(-1).float() for t in self._live]).cpu()
+        parts = flat.split([t.numel() for t in self._shared])
+        torch._foreach_copy_(self._shared, [p.view(t.shape) for p, t in zip(parts, self._shared)])
 
     # ---- state ----
     def state_dict(self) -> dict[str, Any]:

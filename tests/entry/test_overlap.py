@@ -12,6 +12,7 @@ from easydict import EasyDict
 
 from ding_lite.config import ConfigError
 from ding_lite.utils import load_file
+from ding_lite.worker import NonFiniteEnvError
 from entry import serial_pipeline
 from entry.pipeline.config_input import compile_run
 from entry.pipeline.single import train_serial
@@ -28,6 +29,9 @@ class CounterEnv(gym.Env):
     observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
     action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
+    def __init__(self, nan_after: int | None = None) -> None:
+        self._nan_after, self._steps = nan_after, 0
+
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._t, self._tag = 0, float(self.np_random.integers(1 << 20)) / 1e5
@@ -35,7 +39,9 @@ class CounterEnv(gym.Env):
 
     def step(self, action):
         reward = self._t + float(action[0])
-        self._t += 1
+        self._t, self._steps = self._t + 1, self._steps + 1
+        if self._nan_after is not None and self._steps > self._nan_after:
+            reward = float('nan')
         return np.array([self._t, self._tag], np.float32), reward, self._t == EPISODE, False, {}
 
 
@@ -71,6 +77,13 @@ def test_overlapped_rounds_store_exactly_the_envs_transitions_in_order(tmp_path)
     for tag in np.unique(obs[:, 1]):                                            # each episode whole, in order
         steps = obs[obs[:, 1] == tag, 0]
         np.testing.assert_array_equal(steps, np.arange(len(steps)))
+
+
+def test_an_error_in_the_collecting_process_is_raised_in_the_run(tmp_path):
+    main, create = _counter_cfg(tmp_path)
+    main.env.env_kwargs = dict(nan_after=30)  # past the warm-up: in the child process
+    with pytest.raises(NonFiniteEnvError, match=r"returned a non-finite reward at env step \d+"):
+        serial_pipeline((main, create), seed=0, max_train_iter=100)
 
 
 def test_overlapped_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch):
