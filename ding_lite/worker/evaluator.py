@@ -11,7 +11,7 @@ import torch
 from easydict import EasyDict
 
 from ..data.collate import to_float32, to_ndarray, to_scalar
-from .finite_check import env_label, nonfinite_error, nonfinite_fields
+from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
@@ -105,9 +105,13 @@ class InteractionSerialEvaluator:
 
     def _advance(self, actions: dict[int, Any]) -> None:
         """Step the envs with ``actions``; count the episodes that ended."""
-        for env_id, timestep in self._env.step(actions).items():
+        timesteps = self._env.step(actions)
+        steps = timesteps.values()
+        checked = all_finite([t.reward for t in steps]) and all_finite([t.obs for t in steps]) and \
+            all_finite(list(actions.values()))  # one check per field for all envs; per env only on a failure
+        for env_id, timestep in timesteps.items():
             values = {'reward': timestep.reward, 'next_obs': timestep.obs, 'action': actions[env_id]}
-            if nonfinite_fields(values):
+            if not checked and nonfinite_fields(values):
                 if self.on_nonfinite != 'skip':
                     raise nonfinite_error(f"evaluator {env_label(self._env, env_id)}", 'in an evaluation', values)
                 self._tainted.add(env_id)

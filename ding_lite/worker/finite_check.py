@@ -28,6 +28,16 @@ def nonfinite_fields(transition: dict[str, Any]) -> list[str]:
     return [k for k in FIELDS if k in transition and not _finite(transition[k])]
 
 
+def all_finite(values: list[Any]) -> bool:
+    """Whether every one of ``values`` (same-shaped float arrays or numbers, one per env) is finite: one
+    ``isfinite`` over them all; False where they do not stack (the caller then checks each)."""
+    try:
+        array = np.asarray(values)
+    except ValueError:  # ragged, or dicts
+        return False
+    return array.dtype.kind in 'iub' or array.dtype.kind in 'fc' and bool(np.isfinite(array).all())
+
+
 def nonfinite_rows(columns: dict[str, np.ndarray]) -> np.ndarray | None:
     """Per row of ``columns`` (a transition field each), whether it holds a NaN or an infinity; None if no row
     does (the common case: one ``isfinite`` per float field)."""

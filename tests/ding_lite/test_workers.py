@@ -219,3 +219,33 @@ def test_timed_resume_points_come_every_interval_and_take_at_most_a_twentieth_of
         hook(engine)
     assert [t for t, _, _ in saves[3:]] == [250, 450]
     assert 'save_ckpt_after_seconds' in [h.name for h in BaseLearner(None).hooks['after_iter']]  # on by default
+
+
+class _NanAt(PendulumEnv):
+    """Pendulum whose observation is NaN at its third step of every episode."""
+
+    def reset(self):
+        self._t = 0
+        return super().reset()
+
+    def step(self, action):
+        timestep = super().step(action)
+        self._t += 1
+        return timestep._replace(obs=timestep.obs * float('nan')) if self._t == 3 else timestep
+
+
+def test_evaluator_stops_at_a_non_finite_observation_or_drops_that_episode(setup):
+    from ding_lite.worker import NonFiniteEnvError
+    cfg, policy = setup
+    fns = [partial(PendulumEnv, {'env_kwargs': {'max_episode_steps': 6}}),
+           partial(_NanAt, {'env_kwargs': {'max_episode_steps': 6}})]
+    manager = BaseEnvManager(fns)
+    manager.seed(0, False)
+    evaluator = InteractionSerialEvaluator(dict(cfg.policy.eval.evaluator, n_episode=2), manager, policy.eval_mode,
+                                           exp_name=cfg.exp_name)
+    with pytest.raises(NonFiniteEnvError, match=r"evaluator env .*\(env 1\) returned a non-finite next_obs in an "
+                                                 r"evaluation"):
+        evaluator.run_episodes()
+    evaluator.on_nonfinite = 'skip'
+    with pytest.raises(RuntimeError, match='evaluation cannot finish'):  # env 1 never ends a clean episode
+        evaluator.run_episodes()
