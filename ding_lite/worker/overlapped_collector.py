@@ -6,7 +6,6 @@ import copy
 import multiprocessing as mp
 import pickle
 import signal
-import time
 from typing import Any
 
 import numpy as np
@@ -14,9 +13,8 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from ..config import ConfigError
-
-Result = dict[str, Any]  # one collected round: 'batch' (numpy columns), 'steps', 'logs', 'episodes', counters
+Result = dict[str, Any]  # one collected round: 'batch' (numpy columns), 'steps', 'logs', 'episodes', COUNTERS
+COUNTERS = ('total_episode', 'env_restarts', 'nonfinite_dropped', 'collect_time')  # the child's, mirrored here
 
 
 class OverlappedCollector:
@@ -31,13 +29,7 @@ class OverlappedCollector:
     checkpoint's buffer, counters and envs agree.
     """
 
-    def __init__(self, collector: Any, policy: Any, seed: int, manager: str) -> None:
-        if manager != 'base':
-            raise ConfigError(f"policy.collect.overlap=True steps the collector's envs in a forked process, which "
-                              f"needs env_manager type 'base' (in-process envs), got {manager!r}: set "
-                              f"policy.collect.overlap=False or env_manager.type='base'")
-        if 'fork' not in mp.get_all_start_methods():
-            raise ConfigError("policy.collect.overlap=True needs the 'fork' start method (Linux); set it to False")
+    def __init__(self, collector: Any, policy: Any, seed: int) -> None:
         self._local, self._policy, self._seed = collector, policy, seed
         self.envstep = collector.envstep                  # env steps of the rounds delivered
         self._child: Any = None
@@ -45,7 +37,6 @@ class OverlappedCollector:
         self._in_flight = False
         self._pending: Result | None = None               # a round collected and not yet delivered
         self._child_rng: torch.Tensor | None = None       # the child's torch stream, from a resume point
-        self.collect_time = 0.0
 
     # ---- the collector, before the fork ----
     def __getattr__(self, name: str) -> Any:
@@ -71,10 +62,9 @@ class OverlappedCollector:
         for args in result['logs']:
             self._local.write_log(*args)
         self._local.finished_episodes.extend(result['episodes'])
-        for key in ('total_episode', 'env_restarts', 'nonfinite_dropped'):
+        for key in COUNTERS:
             setattr(self._local, key, result[key])
         self.envstep += result['steps']
-        self.collect_time = result['collect_time']
         return {k: torch.as_tensor(v) for k, v in result['batch'].items()}  # arrays, or tensors from a checkpoint
 
     def prefetch(self, n_sample: int, train_iter: int) -> None:
@@ -213,12 +203,11 @@ def _child_main(conn: Any, collector: Any, policy: Any, seed: int, rng: torch.Te
             if message[0] == 'state':
                 conn.send(('ok', (collector.state_dict(), torch.get_rng_state())))
                 continue
-            before, start = collector.envstep, time.perf_counter()
+            before = collector.envstep
             batch = collector.collect_batch(message[1], message[2])
             result = {'batch': {k: v.numpy() for k, v in batch.items()}, 'steps': collector.envstep - before,
                       'logs': logs[:], 'episodes': collector.finished_episodes[:],
-                      'collect_time': time.perf_counter() - start,
-                      **{k: getattr(collector, k) for k in ('total_episode', 'env_restarts', 'nonfinite_dropped')}}
+                      **{k: getattr(collector, k) for k in COUNTERS}}
             logs.clear()
             collector.finished_episodes.clear()
             conn.send(('ok', result))

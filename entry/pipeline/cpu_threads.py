@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing as mp
 import os
 import time
 from typing import Iterator
@@ -39,14 +40,20 @@ def small_nets(cfg: EasyDict, stacked: int = 1) -> bool:
 def overlap_collection(cfg: EasyDict) -> bool:
     """Whether the run collects in a child process while it learns (``policy.collect.overlap``: True, False, or
     'auto': where the learner leaves a core to the child, i.e. it runs on a GPU, or on one CPU thread (small nets)
-    beside another core; and the envs are the base manager's)."""
+    beside another core). Only the base manager's in-process envs can be forked: True with another is refused."""
     overlap = cfg.policy.collect.get('overlap', False)
     if overlap not in (True, False, 'auto'):
         raise ConfigError(f"policy.collect.overlap must be True, False or 'auto', got {overlap!r}")
-    if overlap != 'auto':
-        return overlap
-    if cfg.env.manager.get('type', 'base') != 'base' or cfg.policy.learn.learner.get('num_threads'):
+    if not overlap:
         return False
+    manager = cfg.env.manager.get('type', 'base')
+    forkable = manager == 'base' and 'fork' in mp.get_all_start_methods()
+    if overlap is True and not forkable:
+        raise ConfigError(f"policy.collect.overlap=True steps the collector's envs in a forked process, which "
+                          f"needs env_manager type 'base' (in-process envs) and the 'fork' start method (Linux), got "
+                          f"{manager!r}: set policy.collect.overlap=False or env_manager.type='base'")
+    if overlap is True or not forkable or cfg.policy.learn.learner.get('num_threads'):
+        return overlap is True
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
     return cfg.policy.device != 'cpu' or small_nets(cfg) and cores >= 2
 

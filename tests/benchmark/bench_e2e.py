@@ -23,6 +23,7 @@ import torch
 
 from ding_lite.config import read_config
 from entry.pipeline.config_input import compile_run
+from entry.pipeline.life_cycle import closing
 from entry.pipeline.single import train_serial
 from entry.pipeline.steps import build_serial
 from tests.benchmark.bare_sac import BareSAC
@@ -42,20 +43,16 @@ def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int
     if device.startswith('cuda'):
         main.policy.other.replay_buffer.device = device
     cfg, _ = compile_run((main, create), 0, False, None)
-    run = build_serial(cfg)
     marks: list[tuple[float, int]] = []
-    train = run.learner.train
+    with closing(build_serial(cfg)) as run:
+        train = run.learner.train
 
-    def timed(batch, envstep=None):
-        output = train(batch, envstep)
-        marks.append((time.perf_counter(), run.collector.envstep))
-        return output
-    run.learner.train = timed
-    try:
+        def timed(batch, envstep=None):
+            output = train(batch, envstep)
+            marks.append((time.perf_counter(), run.collector.envstep))
+            return output
+        run.learner.train = timed
         train_serial(cfg, run, run.buffer.sample, max_train_iter=int(1e10), max_env_step=warmup + steps)
-    finally:
-        for closable in run.closables:
-            closable.close()
     if device.startswith('cuda'):
         torch.cuda.synchronize()
     (t0, s0), (t1, s1) = marks[min(50, len(marks) // 10)], marks[-1]  # past the first steps (graph capture)

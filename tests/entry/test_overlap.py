@@ -15,6 +15,7 @@ from ding_lite.utils import load_file
 from ding_lite.worker import NonFiniteEnvError
 from entry import serial_pipeline
 from entry.pipeline.config_input import compile_run
+from entry.pipeline.life_cycle import closing
 from entry.pipeline.single import train_serial
 from entry.pipeline.steps import build_serial
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
@@ -61,13 +62,10 @@ def _counter_cfg(tmp_path) -> tuple[EasyDict, EasyDict]:
 
 def test_overlapped_rounds_store_exactly_the_envs_transitions_in_order(tmp_path):
     cfg, _ = compile_run(_counter_cfg(tmp_path), 0, False, None)
-    run = build_serial(cfg)
-    try:
+    with closing(build_serial(cfg)) as run:
         train_serial(cfg, run, run.buffer.sample, max_train_iter=40, max_env_step=int(1e9))
         assert run.collector._child is not None  # the learning phase collected in the child
         data = {k[0]: v[:run.buffer.count()] for k, v in run.buffer._storage.items()}
-    finally:
-        run.collector.close()
     obs, next_obs, action, reward, done = (data[k].numpy() for k in ('obs', 'next_obs', 'action', 'reward', 'done'))
     assert len(obs) == run.collector.envstep > 40 * cfg.policy.collect.n_sample
     np.testing.assert_array_equal(next_obs[:, 0], obs[:, 0] + 1)                # each row one env step
@@ -118,6 +116,6 @@ def test_overlap_acts_one_round_behind_the_learner(tmp_path):
 def test_overlap_refuses_a_manager_it_cannot_fork_before_collecting(tmp_path):
     main, create = _cfg(tmp_path / 'refused', manager='subprocess')
     main.policy.collect.overlap = True
-    with pytest.raises(ConfigError, match="needs env_manager type 'base'.*got 'subprocess'"):
+    with pytest.raises(ConfigError, match="needs env_manager type 'base'.*, got 'subprocess'"):
         serial_pipeline((main, create), seed=0, max_train_iter=5)
     assert not (tmp_path / 'refused' / 'ckpt').exists()
