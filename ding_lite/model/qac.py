@@ -8,6 +8,7 @@ from easydict import EasyDict
 from torch import Tensor, nn
 
 from ..registry import MODEL_REGISTRY
+from .recurrent import Memory, RecurrentCritic, recurrent_actor, recurrent_encoders
 from .heads import ConvEncoder, FCEncoder, MultiInputEncoder, ReparameterizationHead, ensemble_mlp, mlp, \
     signature_config
 
@@ -62,6 +63,24 @@ class _QAC(nn.Module):
     def _actor_input(self, obs: Tensor) -> Tensor:
         return self.critic.encoder(obs).detach() if self.share_encoder else obs
 
+    def _memory_encoders(self, rnn: dict | None, obs_shape: Any, encoder_sizes: list | None, discrete: bool
+                         ) -> tuple[nn.Module | None, nn.Module | None]:
+        """With ``rnn`` (``dict(type='lstm'|'gru', hidden_size, num_layers, prev_action, prev_reward)``): the actor's
+        and the critics' recurrent encoders over vector observations; ``state_size``: both states' width."""
+        self.recurrent, self.state_size = rnn is not None, 0
+        if rnn is None:
+            return None, None
+        if encoder_sizes:
+            raise ValueError("model.rnn reads vector observations directly: leave encoder_hidden_size_list None")
+        actor, critic = recurrent_encoders(rnn, _flat_size(obs_shape, 'obs_shape'), self.action_size, discrete)
+        self.state_size = actor.state_size + critic.state_size
+        return actor, critic
+
+    def _recurrent_actor(self, memory: Memory) -> tuple[Any, dict[str, Tensor]]:
+        """The actor's head output on ``memory``, and ``{'state': ...}`` where acting."""
+        out, state = recurrent_actor(self.actor, self.critic, memory)
+        return out, {} if state is None else {'state': state}
+
 
 class EncodedCritic(nn.Module):
     """The critics behind one observation encoder: ``ensemble(encoder(obs) [+ action])`` -> ``[E, B, out]``."""
@@ -108,6 +127,8 @@ class ContinuousQAC(_QAC):
             layer_norm: bool = False,             # LayerNorm in the critics' hidden blocks, after dropout (DroQ)
             batch_renorm: dict | None = None,     # BatchRenorm before every Linear of actor and critics (CrossQ):
                                                   # dict(momentum=0.01, warmup_steps=100000), as BatchRenorm's
+            rnn: dict | None = None,              # dict(type='lstm'|'gru', hidden_size=64, num_layers=1,
+                                                  # prev_action=False, prev_reward=False): recurrent encoders
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
@@ -115,9 +136,11 @@ class ContinuousQAC(_QAC):
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
         self.n_critics, self.n_quantiles = n_critics or (2 if twin_critic else 1), n_quantiles
+        actor_rnn, critic_rnn = self._memory_encoders(rnn, obs_shape, encoder_hidden_size_list, False)
         feature, actor_encoder, critic_encoder = self._encoders(
             obs_shape, encoder_hidden_size_list, share_encoder, activation,
             dict(kernel_size=encoder_kernel_size, stride=encoder_stride))
+        actor_encoder, feature = (actor_rnn, actor_rnn.hidden_size) if actor_rnn else (actor_encoder, feature)
         self.actor = nn.Sequential(
             *([actor_encoder] if actor_encoder is not None else []),
             mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation, batch_renorm),
@@ -125,15 +148,20 @@ class ContinuousQAC(_QAC):
         )
         ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
                                 critic_head_layer_num, n_quantiles, activation, dropout, layer_norm, batch_renorm)
-        self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
+        self.critic = RecurrentCritic(critic_rnn, ensemble, actor_rnn.state_size) if critic_rnn else \
+            EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
         if value_network:
-            if critic_encoder is not None:
-                raise ValueError("value_network=True takes vector observations without encoder_hidden_size_list")
+            if critic_encoder is not None or rnn is not None:
+                raise ValueError("value_network=True takes vector observations without encoder_hidden_size_list "
+                                 "or rnn")
             self.value = nn.Sequential(mlp(feature, critic_head_hidden_size, critic_head_layer_num, activation),
                                        nn.Linear(critic_head_hidden_size, 1))
             self.mode = self.mode + ('compute_value',)
 
-    def compute_actor(self, obs: Tensor) -> dict[str, list[Tensor]]:
+    def compute_actor(self, obs: Tensor | Memory) -> dict[str, Any]:
+        if isinstance(obs, Memory):
+            (mu, sigma), state = self._recurrent_actor(obs)
+            return {'logit': [mu, sigma], **state}
         mu, sigma = self.actor(self._actor_input(obs))
         return {'logit': [mu, sigma]}
 
@@ -144,7 +172,7 @@ class ContinuousQAC(_QAC):
         obs, action = inputs['obs'], inputs['action']
         if action.dim() == 1:
             action = action.unsqueeze(-1)
-        q = self.critic(obs, action) if isinstance(self.critic, EncodedCritic) else \
+        q = self.critic(obs, action) if isinstance(self.critic, (EncodedCritic, RecurrentCritic)) else \
             self.critic(torch.cat([obs, action], dim=-1))
         return {'q_value': self._q_out(q.squeeze(-1) if self.n_quantiles == 1 else q)}  # [E, B(, n_quantiles)]
 
@@ -173,22 +201,29 @@ class DiscreteQAC(_QAC):
             encoder_kernel_size: list | None = None,     # images: a kernel size per conv layer; None: 8, 4, 3
             encoder_stride: list | None = None,          # images: a stride per conv layer; None: 4, 2, 1
             share_encoder: bool = False,                 # one encoder, the critics'; the actor reads it, no gradient
+            rnn: dict | None = None,                     # recurrent encoders, as ContinuousQAC's
     ) -> None:
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic, self.n_critics = twin_critic, 2 if twin_critic else 1
+        actor_rnn, critic_rnn = self._memory_encoders(rnn, obs_shape, encoder_hidden_size_list, True)
         feature, actor_encoder, critic_encoder = self._encoders(
             obs_shape, encoder_hidden_size_list, share_encoder, activation,
             dict(kernel_size=encoder_kernel_size, stride=encoder_stride))
+        actor_encoder, feature = (actor_rnn, actor_rnn.hidden_size) if actor_rnn else (actor_encoder, feature)
         self.actor = nn.Sequential(*([actor_encoder] if actor_encoder is not None else []),
                                    mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
                                    nn.Linear(actor_head_hidden_size, self.action_size))
         ensemble = ensemble_mlp(2 if twin_critic else 1, feature, critic_head_hidden_size, critic_head_layer_num,
                                 self.action_size, activation)
-        self.critic = EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
+        self.critic = RecurrentCritic(critic_rnn, ensemble, actor_rnn.state_size) if critic_rnn else \
+            EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
 
     def compute_actor(self, inputs: Any) -> dict[str, Tensor]:
+        if isinstance(inputs, Memory):
+            logit, state = self._recurrent_actor(inputs)
+            return {'logit': logit, **state}
         obs, mask = unpack_obs(inputs)
         output = {'logit': self.actor(self._actor_input(obs))}
         if mask is not None:
@@ -203,7 +238,7 @@ def unpack_obs(inputs: Any) -> tuple[Tensor, Tensor | None]:
     """``(obs, action_mask or None)`` from a tensor or nested ``{'obs': ..., 'action_mask': ...}``; a Dict of images
     and vectors (no ``'obs'`` key) is the observation itself."""
     mask = None
-    while not isinstance(inputs, Tensor) and 'obs' in inputs:
+    while not isinstance(inputs, (Tensor, Memory)) and 'obs' in inputs:
         if 'action_mask' in inputs:
             mask = inputs['action_mask']
         inputs = inputs['obs']
