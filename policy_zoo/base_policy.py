@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from ding_lite.utils.default_config import ConfigError, class_default_config
 from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
+from ding_lite.model.recurrent import Memory
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
 from ding_lite.utils import resolve_device
@@ -117,6 +118,11 @@ class Policy:
         """The model every mode shares."""
         return self._model
 
+    @property
+    def memory(self) -> dict[str, Any] | None:
+        """What a recurrent model needs kept per env (``EnvMemory``'s spec), None for a feed-forward one."""
+        return getattr(self._model, 'memory', None)
+
     @classmethod
     def create_model(cls, cfg: dict) -> nn.Module:
         """The model ``cfg.model`` describes (``cfg.model.type``, else ``default_model()``)."""
@@ -142,13 +148,13 @@ class Policy:
                                state_dict=self._state_dict_collect, load_state_dict=self._load_state_dict_collect,
                                process_transition=self._process_transition, get_train_sample=self._get_train_sample,
                                forward_batch=self._batch_forward('collect'), pop_entropy=self._pop_collect_entropy,
-                               plain_transition_keys=self._plain_transition_keys(), cfg=self._cfg)
+                               plain_transition_keys=self._plain_transition_keys(), memory=self.memory, cfg=self._cfg)
 
     @property
     def eval_mode(self) -> SimpleNamespace:
         return SimpleNamespace(forward=self._forward_eval, reset=self._reset_eval, state_dict=self._state_dict_eval,
                                load_state_dict=self._load_state_dict_eval, forward_batch=self._batch_forward('eval'),
-                               cfg=self._cfg)
+                               memory=self.memory, cfg=self._cfg)
 
     def _batch_forward(self, mode: str) -> Any:
         """The mode's forward on stacked observations, or None where a subclass changed its per-env forward (the
@@ -162,12 +168,12 @@ class Policy:
         sample (so a collector may build them as columns); None where the policy builds its own."""
         own = type(self)._process_transition is not Policy._process_transition or \
             type(self)._get_train_sample is not Policy._get_train_sample
-        return None if own or self._cfg.collect.unroll_len != 1 else self._output_keys
+        return None if own or (self._cfg.collect.unroll_len != 1 and not self.memory) else self._output_keys
 
     # ---- collect / eval ----
     def _init_collect(self) -> None:
         self._collect_model = model_wrap(self._model, self.collect_wrapper)
-        self._unroll_len = self._cfg.collect.unroll_len
+        self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
 
     def _init_eval(self) -> None:
@@ -209,11 +215,11 @@ class Policy:
         its actions from."""
         return None
 
-    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Tensor]]:
-        return self._by_env(self._forward_eval_batch, data)
+    def _forward_eval(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
+        return self._by_env(self._forward_eval_batch, data, **kwargs)
 
-    def _forward_eval_batch(self, obs: Any) -> dict[str, Tensor]:
-        return self._act(self._eval_model, obs)
+    def _forward_eval_batch(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        return self._act(self._eval_model, obs, **kwargs)
 
     @property
     def _output_keys(self) -> list[str]:
@@ -227,15 +233,20 @@ class Policy:
             output = forward(default_collate(list(data.values())), **kwargs)
         except NoValidActionError as error:
             raise NoValidActionError(error.rows, [env_ids[row] for row in error.rows]) from None
-        rows = {k: output[k].cpu().unbind(0) for k in self._output_keys if isinstance(output.get(k), Tensor)}
+        rows = {k: output[k].cpu().unbind(0) for k in (*self._output_keys, 'state') if isinstance(output.get(k), Tensor)}
         return {env_id: {k: v[i] for k, v in rows.items()} for i, env_id in enumerate(env_ids)}
 
     @torch.no_grad()
-    def _act(self, model: Any, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
-        """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device."""
+    def _act(self, model: Any, obs: Any, memory: dict[str, Tensor] | None = None, **kwargs: Any) -> dict[str, Tensor]:
+        """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device. ``memory``
+        (a recurrent model's): the envs' states and previous action and reward (``EnvMemory.inputs``)."""
         if model.training:  # the learn mode leaves the shared model in training mode
             model.eval()
-        return model.forward(self._normalize_obs(obs.to(self._device)), mode='compute_actor', **kwargs)
+        obs = self._normalize_obs(obs.to(self._device))
+        if memory is not None:  # one step of each env's sequence
+            step = {k: v.to(self._device).unsqueeze(1) for k, v in memory.items() if k != 'state'}
+            obs = Memory(obs.unsqueeze(1), memory['state'].to(self._device), **step)
+        return model.forward(obs, mode='compute_actor', **kwargs)
 
     def _normalize_obs(self, obs: Any) -> Any:
         """``obs`` through the model's observation normaliser, where it has one."""

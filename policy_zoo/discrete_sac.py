@@ -10,6 +10,7 @@ from torch import Tensor
 
 from ding_lite.data import Batch
 from ding_lite.data.collate import batch_len
+from ding_lite.model.recurrent import row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import epsilon_greedy
 from .sac import SACPolicy
@@ -99,7 +100,7 @@ class DiscreteSACPolicy(SACPolicy):
             q_min = self._critic(obs).min(0).values
         entropy = -(pi * log_pi).sum(-1)
         stats = {'max_prob': pi.detach().max(-1).values.mean()}  # near 1: the policy has become greedy
-        return (pi * (self._alpha.value * log_pi - q_min)).sum(-1).mean(), entropy.detach(), stats
+        return row_mean((pi * (self._alpha.value * log_pi - q_min)).sum(-1), obs), entropy.detach(), stats
 
     def _default_target_entropy(self) -> float:
         # ratio * log|A|. DI-engine's -|A| is below any categorical entropy (>= 0), so alpha only shrinks.

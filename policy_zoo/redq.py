@@ -19,6 +19,7 @@ class REDQPolicy(SACPolicy):
     steps (``policy_delay``), as the reference code does with G updates per env step (``update_per_collect`` = G x
     ``collect.n_sample``).
     """
+    recurrent = False  # model.rnn is refused: this update is not written for sequences
 
     config = dict(
         type='redq',                         # the registered policy name

@@ -13,9 +13,11 @@ from torch import Tensor, nn
 
 from ding_lite.data import Batch
 from ding_lite.model import model_wrap
+from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
@@ -84,9 +86,11 @@ class SACPolicy(Policy):
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
     target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
     value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
+    recurrent: ClassVar[bool] = True       # learns from a recurrent model's sequences (model.rnn)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
+        burnin_step=0,                        # steps before each sequence that only advance the state (model.rnn)
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
         ),
@@ -110,7 +114,7 @@ class SACPolicy(Policy):
         ),
         collect=dict(
             n_sample=1,                       # transitions per collect call
-            unroll_len=1,                     # consecutive transitions per training sample
+            unroll_len=1,                     # steps per sampled sequence (model.rnn; batch_size counts sequences)
         ),
         eval=dict(),
         other=dict(
@@ -127,9 +131,7 @@ class SACPolicy(Policy):
     @classmethod
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
-        if cfg.collect.unroll_len != 1:
-            raise ConfigError(f"policy.collect.unroll_len={cfg.collect.unroll_len}: the SAC family learns from single "
-                              f"transitions (no sequence model); set it to 1")
+        cls._check_memory(cfg)
         delay = cfg.learn.policy_delay
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
@@ -142,6 +144,28 @@ class SACPolicy(Policy):
         if delay > 1 and cfg.learn.cuda_graph:
             raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
                               f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
+
+    @classmethod
+    def _check_memory(cls, cfg: EasyDict) -> None:
+        """Sequences need a recurrent model (``model.rnn``) and a policy that learns from them; the replay buffer
+        samples them (``unroll_len`` steps after ``burnin_step``)."""
+        rnn, unroll, burnin = cfg.model.get('rnn'), cfg.collect.unroll_len, cfg.get('burnin_step', 0)
+        if not rnn:
+            if unroll != 1 or burnin:
+                raise ConfigError(f"policy.collect.unroll_len={unroll} and policy.burnin_step={burnin} sample "
+                                  f"sequences, which only a recurrent model learns from: set policy.model.rnn="
+                                  f"dict(type='lstm', hidden_size=...) or leave them 1 and 0")
+            return
+        if not cls.recurrent:
+            raise ConfigError(f"policy.model.rnn: policy {cfg.type!r} does not learn from sequences; use 'sac' or "
+                              f"'discrete_sac', or leave model.rnn unset")
+        if not (isinstance(unroll, int) and unroll >= 1 and isinstance(burnin, int) and burnin >= 0):
+            raise ConfigError(f"policy.collect.unroll_len must be an int >= 1 and policy.burnin_step an int >= 0, "
+                              f"got {unroll!r} and {burnin!r}")
+        if cfg.learn.cuda_graph:
+            raise ConfigError("policy.learn.cuda_graph=True replays a transition update; a recurrent model's "
+                              "sequence update runs eagerly: set cuda_graph=False")
+        cfg.other.replay_buffer.update(sequence_length=unroll, burnin_step=burnin)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
@@ -204,6 +228,12 @@ class SACPolicy(Policy):
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
             if model is not None and not model.training:
                 model.train()
+        if 'mask' in data:  # a recurrent model's sequences: obs and next_obs are Memory
+            batch = sequence_batch(data, self._device, self._cfg.get('burnin_step', 0), self._normalize_obs,
+                                   ignore_done=self._cfg.learn.ignore_done,
+                                   use_priority_IS_weight=self._cfg.priority_IS_weight)
+            batch.reward = batch.reward * self._cfg.learn.reward_scale
+            return batch
         batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
                                        use_priority_IS_weight=self._cfg.priority_IS_weight)
         if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
@@ -213,7 +243,11 @@ class SACPolicy(Policy):
         return batch
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
-        return self._update(self._preprocess_learn(data))    # collate once, move to device, add weight
+        batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
+        stats = self._update(batch)
+        if isinstance(batch.obs, Memory):  # one priority per sequence
+            stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
+        return stats
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics.
@@ -238,6 +272,8 @@ class SACPolicy(Policy):
         """One step of the actor, then of alpha; their statistics."""
         with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
             policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, obs)
+        if isinstance(obs, Memory):  # a sequence's rows weigh as its loss steps do (its means are theirs)
+            entropy = entropy * obs.weight
         stats = {'policy_loss': policy_loss, 'entropy': entropy.mean(-1),  # [B] ([S, B] with a seed axis)
                  'grad_norm_actor': self._optimizer_step(self._optimizer_policy, policy_loss),
                  **(actor_stats[0] if actor_stats else {})}
@@ -286,7 +322,7 @@ class SACPolicy(Policy):
         mu, sigma = self._actor(obs)
         action, log_prob = tanh_gaussian_sample(mu, sigma)
         stats = {'mu': mu.detach().mean(), 'log_sigma': sigma.detach().log().mean()}  # before the tanh
-        return (self._alpha.value * log_prob - self._actor_q(obs, action)).mean(), -log_prob.detach(), stats
+        return row_mean(self._alpha.value * log_prob - self._actor_q(obs, action), obs), -log_prob.detach(), stats
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
         return self._critic(obs, action).min(0).values

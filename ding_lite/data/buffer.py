@@ -5,6 +5,7 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 import torch
 from easydict import EasyDict
 from torch import Tensor
@@ -21,14 +22,23 @@ BUFFER_KIND = 'ding_lite.replay_buffer'
 
 @BUFFER_REGISTRY.register('naive')
 class ReplayBuffer:
-    """FIFO ring of transitions stored struct-of-arrays; field shapes and dtypes are fixed by the first push."""
+    """FIFO ring of transitions stored struct-of-arrays; field shapes and dtypes are fixed by the first push.
+
+    With ``sequence_length > 1`` (or a ``burnin_step``) a sample is ``[B, burnin_step + sequence_length]`` steps of
+    one env from uniformly drawn first steps, never crossing an episode's end (padded with zeros, ``mask`` False);
+    pushes then carry ``env_id`` and ``episode_start`` per transition, and ``first_step_fields`` come at the first
+    step only (``[B, ...]``).
+    """
 
     config = dict(
         type='naive',              # the registered buffer name
         replay_buffer_size=10000,  # transitions kept; the oldest are overwritten
         device=None,               # where the storage lives; None: the learner's (policy.device), 'cpu' standalone
         save_replay_buffer=True,   # resume checkpoints carry the buffer, in a file beside them (ML-Agents' default)
+        sequence_length=1,         # steps per sample; > 1: sequences (set from policy.collect.unroll_len)
+        burnin_step=0,             # steps before each sequence that only advance a recurrent state (R2D2's)
     )
+    first_step_fields = ('state', 'prev_action', 'prev_reward')  # what a sequence needs at its start only
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -44,6 +54,11 @@ class ReplayBuffer:
         self._storage: dict[tuple[str, ...], Tensor] = {}
         self._ptr = 0
         self._count = 0
+        self.sequence_steps = int(self._cfg.burnin_step) + int(self._cfg.sequence_length)
+        if self._cfg.sequence_length < 1 or self._cfg.burnin_step < 0:
+            raise ConfigError(f"sequence_length must be >= 1 and burnin_step >= 0, got {self._cfg.sequence_length} "
+                              f"and {self._cfg.burnin_step}")
+        self._links = SequenceLinks(self.size, self.device) if self.sequence_steps > 1 else None
 
     def push(self, data: list[dict] | dict | Batch, cur_collector_envstep: int = -1) -> None:
         """Append a list of transitions or a batch (leading dim = transitions); the env step is DI-engine's and
@@ -62,6 +77,8 @@ class ReplayBuffer:
         index = (self._ptr + torch.arange(n, device=self.device)) % self.size
         for path, value in flat.items():
             self._storage[path].index_copy_(0, index, value.to(self.device, self._storage[path].dtype))
+        if self._links is not None:
+            self._links.write(index, flat[('env_id',)], flat[('episode_start',)])
         self._on_write(index)
         self._ptr = (self._ptr + n) % self.size
         self._count = min(self._count + n, self.size)
@@ -77,7 +94,24 @@ class ReplayBuffer:
         return torch.randint(self._count, (batch_size,), device=self.device), {}
 
     def _gather(self, index: Tensor, extra: dict[str, Tensor] | None = None) -> Batch:
+        if self._links is not None:
+            return self._gather_sequences(index, extra)
         flat = {path: storage.index_select(0, index) for path, storage in self._storage.items()}
+        flat.update({(k,): v for k, v in (extra or {}).items()})
+        return unflatten_batch(flat)
+
+    def _gather_sequences(self, first: Tensor, extra: dict[str, Tensor] | None) -> Batch:
+        """``sequence_steps`` steps from each of ``first``'s slots: ``[B, T, ...]`` per field (zeros past an
+        episode's end), ``mask`` ``[B, T]`` (True on the episode's steps), ``first_step_fields`` ``[B, ...]``."""
+        slots, mask = self._links.follow(first, self.sequence_steps)
+        flat = {}
+        for path, storage in self._storage.items():
+            if path[0] in self.first_step_fields:
+                flat[path] = storage.index_select(0, first)
+                continue
+            value = storage.index_select(0, slots.reshape(-1)).reshape(*slots.shape, *storage.shape[1:])
+            flat[path] = value.masked_fill(~mask.reshape(*mask.shape, *[1] * (value.dim() - 2)), 0)
+        flat[('mask',)] = mask
         flat.update({(k,): v for k, v in (extra or {}).items()})
         return unflatten_batch(flat)
 
@@ -98,6 +132,8 @@ class ReplayBuffer:
 
     def clear(self) -> None:
         self._ptr = self._count = 0
+        if self._links is not None:
+            self._links = SequenceLinks(self.size, self.device)
 
     def check_memory(self, example: dict) -> None:
         """``ConfigError`` when ``size`` transitions like ``example`` (one transition's fields) would not fit in the
@@ -124,6 +160,10 @@ class ReplayBuffer:
                          for path, v in flat.items()}
 
     def _check_schema(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        if self._links is not None and not {('env_id',), ('episode_start',)} <= set(flat):
+            raise ValueError(f"a buffer of sequences (sequence_length={self._cfg.sequence_length}, burnin_step="
+                             f"{self._cfg.burnin_step}) needs env_id and episode_start in every transition (a "
+                             f"recurrent policy's collector adds them); got fields {sorted('.'.join(p) for p in flat)}")
         if set(flat) != set(self._storage):
             names = lambda paths: sorted('.'.join(p) for p in paths)  # noqa: E731
             raise ValueError(f"pushed fields {names(flat)} differ from the buffer's fields {names(self._storage)}")
@@ -161,6 +201,7 @@ class ReplayBuffer:
             for path, value in data.items():
                 self._storage[path][:count] = value.to(self.device)
             self._ptr, self._count = ptr, count
+            self._relink()
             self._load_extra_state(state.get('extra') or {}, torch.arange(count))
             return
         order = (torch.arange(count) + ptr - count) % count  # oldest first
@@ -168,6 +209,16 @@ class ReplayBuffer:
         extra = {k: v.index_select(0, order)[-self._count:] if isinstance(v, Tensor) and v.dim() else v
                  for k, v in (state.get('extra') or {}).items()}
         self._load_extra_state(extra, torch.arange(self._count))
+
+    def _relink(self) -> None:
+        """The sequence links of restored slots, rebuilt oldest first: as the pushes had built them."""
+        if self._links is None:
+            return
+        if ('env_id',) not in self._storage or ('episode_start',) not in self._storage:
+            raise ValueError("this buffer samples sequences, but the loaded transitions have no env_id and "
+                             "episode_start (a buffer written by a run without a recurrent model)")
+        order = (self._ptr - self._count + torch.arange(self._count, device=self.device)) % self.size
+        self._links.write(order, self._storage[('env_id',)][order], self._storage[('episode_start',)][order])
 
     def save(self, path: str) -> None:
         """Write ``state_dict()`` to ``path`` atomically."""
@@ -183,6 +234,49 @@ class ReplayBuffer:
 
     def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
         """Restore ``_extra_state``: its per-slot entries now belong to ``slots``."""
+
+
+class SequenceLinks:
+    """Which slot holds the next step of the same env's episode (-1: none yet, or the episode ended), kept as
+    transitions are written and overwritten; ``follow`` walks them on the buffer's device."""
+
+    def __init__(self, size: int, device: torch.device) -> None:
+        self._next, self._prev = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+        self._env_of = np.full(size, -1, np.int64)
+        self._last: dict[int, int] = {}  # env id -> the slot of its newest step
+        self.next = torch.full((size,), -1, dtype=torch.long, device=device)
+
+    def write(self, slots: Tensor, env_id: Tensor, episode_start: Tensor) -> None:
+        """Link ``slots`` (in the order written) after each env's previous step, unless it starts an episode."""
+        nxt, prev, touched = self._next, self._prev, []
+        for slot, env, start in zip(slots.tolist(), env_id.reshape(-1).tolist(), episode_start.reshape(-1).tolist()):
+            if prev[slot] >= 0:  # the overwritten step's neighbours lose it
+                nxt[prev[slot]] = -1
+                touched.append(prev[slot])
+            if nxt[slot] >= 0:
+                prev[nxt[slot]] = -1
+            if self._last.get(self._env_of[slot]) == slot:
+                del self._last[self._env_of[slot]]
+            last = self._last.get(env, -1)
+            prev[slot], nxt[slot] = (-1 if start else last), -1
+            if not start and last >= 0:
+                nxt[last] = slot
+                touched.append(last)
+            self._last[env], self._env_of[slot] = slot, env
+            touched.append(slot)
+        index = torch.as_tensor(touched, dtype=torch.long)
+        self.next[index.to(self.next.device)] = torch.from_numpy(nxt[index.numpy()]).to(self.next.device)
+
+    def follow(self, first: Tensor, steps: int) -> tuple[Tensor, Tensor]:
+        """``(slots [B, steps], mask [B, steps])`` from ``first``: past an episode's end (or its newest step) the
+        last slot repeats and the mask is False."""
+        slots, mask = [first], [torch.ones_like(first, dtype=torch.bool)]
+        for _ in range(steps - 1):
+            nxt = self.next[slots[-1]]
+            ok = mask[-1] & (nxt >= 0)
+            slots.append(torch.where(ok, nxt, slots[-1]))
+            mask.append(ok)
+        return torch.stack(slots, 1), torch.stack(mask, 1)
 
 
 def available_memory(device: torch.device) -> int | None:

@@ -66,14 +66,17 @@ class _QAC(nn.Module):
     def _memory_encoders(self, rnn: dict | None, obs_shape: Any, encoder_sizes: list | None, discrete: bool
                          ) -> tuple[nn.Module | None, nn.Module | None]:
         """With ``rnn`` (``dict(type='lstm'|'gru', hidden_size, num_layers, prev_action, prev_reward)``): the actor's
-        and the critics' recurrent encoders over vector observations; ``state_size``: both states' width."""
-        self.recurrent, self.state_size = rnn is not None, 0
+        and the critics' recurrent encoders over vector observations; ``memory``: what a collector keeps per env
+        (``EnvMemory``'s spec), None without ``rnn``."""
+        self.memory = None
         if rnn is None:
             return None, None
         if encoder_sizes:
             raise ValueError("model.rnn reads vector observations directly: leave encoder_hidden_size_list None")
         actor, critic = recurrent_encoders(rnn, _flat_size(obs_shape, 'obs_shape'), self.action_size, discrete)
-        self.state_size = actor.state_size + critic.state_size
+        action = ((), 'int64') if discrete else ((self.action_size,), 'float32')
+        self.memory = dict(state_size=actor.state_size + critic.state_size, prev_reward=actor.prev_reward,
+                           prev_action=action if actor.prev_action else None)
         return actor, critic
 
     def _recurrent_actor(self, memory: Memory) -> tuple[Any, dict[str, Tensor]]:

@@ -17,6 +17,7 @@ from ..utils.default_config import class_default_config, with_defaults
 from .episode_metrics import episode_metrics, mean_metrics
 from .finite_check import env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
+from .memory import EnvMemory
 
 
 class _SerialCollector:
@@ -44,7 +45,7 @@ class _SerialCollector:
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
-        self._env = self._policy = None
+        self._env = self._policy = self._memory = None
         if env is not None:
             self.reset_env(env)
         if policy is not None:
@@ -63,14 +64,28 @@ class _SerialCollector:
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
-        self._unroll_len = policy.cfg.collect.unroll_len
+        spec = getattr(policy, 'memory', None)
+        self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
+        if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
+            self._memory = EnvMemory(spec, self._env.env_num)
         self._policy.reset()
+
+    def _forward_rows(self, ids: list[int], obs: Tensor, policy_kwargs: dict | None) -> dict[str, Tensor]:
+        """The policy's batch forward for the envs ``ids`` (with their recurrent memory, where it has one)."""
+        memory = {'memory': self._memory.inputs(ids)} if self._memory is not None else {}
+        return self._policy.forward_batch(obs, **(policy_kwargs or {}), **memory)
 
     def _step(self, policy_kwargs: dict | None) -> list[tuple[int, dict | None, bool]]:
         """Advance every ready env one step: ``[(env_id, transition, episode_ended)]``; the transition is None
         where a non-finite value dropped it (``on_nonfinite='skip'``)."""
         obs = self._env.ready_obs
-        output = self._policy.forward(obs, **(policy_kwargs or {}))
+        ids = list(obs)
+        memory = {'memory': self._memory.inputs(ids)} if self._memory is not None else {}
+        output = self._policy.forward(obs, **(policy_kwargs or {}), **memory)
+        if memory:  # each env's transition keeps its memory before acting
+            columns = self._memory.acted(ids, torch.stack([output[i]['state'] for i in ids]))
+            for row, env_id in enumerate(ids):
+                output[env_id] = {**output[env_id], 'memory': {k: v[row] for k, v in columns.items()}}
         self._obs_pool.update(obs)
         self._output_pool.update(output)
         # envs get numpy actions, as DI-engine's collector hands them out (and a row's .numpy() is a view)
@@ -93,6 +108,9 @@ class _SerialCollector:
             else:
                 transition = self._policy.process_transition(obs[env_id], output[env_id],
                                                              timestep._replace(reward=reward, done=terminated))
+                if self._memory is not None:
+                    transition.update(output[env_id]['memory'])
+                    self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
                 self._return[env_id] += reward
             self._length[env_id] += 1
             if done:
@@ -111,6 +129,8 @@ class _SerialCollector:
         """``_step`` as columns (an array per transition field, a row per env) through the env manager's
         ``step_batch``: the ready envs ``ids`` (``_ready_columns``) act on the policy's ``output`` for ``obs``."""
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
+        if self._memory is not None:
+            columns.update(self._memory.acted(ids, output['state']))
         step = self._env.step_batch(ids, columns['action'])
         for env_id in step.restarted:  # a restarted env's broken step: no transition
             self.env_restarts += 1
@@ -128,6 +148,8 @@ class _SerialCollector:
             for k in np.flatnonzero(bad).tolist():
                 self._drop_nonfinite(step.env_id[k], {key: value[k] for key, value in batch.items()}, k)
             batch = {key: value[~bad] for key, value in batch.items()}
+        if self._memory is not None:
+            self._memory.stepped(step.env_id, columns['action'], step.reward)
         self._return[index] += step.reward if bad is None else np.where(bad, 0.0, step.reward)
         self._length[index] += 1
         if step.done.any():
@@ -176,6 +198,8 @@ class _SerialCollector:
         self._return[env_id], self._length[env_id] = 0.0, 0
         if not keep_traj:
             self._traj[env_id] = []
+        if self._memory is not None:
+            self._memory.reset(env_id)
         self._policy.reset([env_id])
 
     def _maybe_log(self, train_iter: int) -> None:
@@ -210,7 +234,8 @@ class _SerialCollector:
                         'nonfinite_dropped': self.nonfinite_dropped,
                         'episode_info': self._episode_info, 'return': dict(enumerate(self._return.tolist())),
                         'length': dict(enumerate(self._length.tolist())),
-                        'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state})
+                        'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state,
+                        **({'memory': self._memory.state_dict()} if self._memory is not None else {})})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.envstep, self.total_episode = state['envstep'], state['total_episode']
@@ -223,6 +248,8 @@ class _SerialCollector:
             self._length[int(k)] = v
         self._traj = {int(k): list(v) for k, v in state['traj'].items()}
         self._env.load_state_dict(state['env'])
+        if self._memory is not None and 'memory' in state:
+            self._memory.load_state_dict(state['memory'])
         if state['policy']:
             self._policy.load_state_dict({**self._policy.state_dict(), **state['policy']})
 
@@ -277,8 +304,6 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
         return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False) for c in collectors]
     if n_sample is None or n_sample <= 0:
         raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
-    forward = forward or (lambda obs, todo: [collectors[k]._policy.forward_batch(o, **(policy_kwargs or {}))
-                                             for k, o in zip(todo, obs)])
     chunks: list[list[dict[str, np.ndarray]]] = [[] for _ in collectors]
     counts, start = [0] * len(collectors), time.perf_counter()
     while todo := [k for k, count in enumerate(counts) if count < n_sample]:
@@ -288,7 +313,9 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
                 raise ValueError("the envs' observations stopped stacking into one array mid-collect")
             return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
                     for c in collectors]
-        outputs = forward([torch.from_numpy(obs) for _, obs in ready], todo)
+        inputs = [torch.from_numpy(obs) for _, obs in ready]
+        outputs = forward(inputs, todo) if forward is not None else \
+            [collectors[k]._forward_rows(ids, o, policy_kwargs) for k, (ids, _), o in zip(todo, ready, inputs)]
         for k, (ids, obs), output in zip(todo, ready, outputs):
             chunks[k].append(collectors[k]._step_columns(keys[k], ids, obs, output))
             counts[k] += len(chunks[k][-1]['reward'])

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from easydict import EasyDict
+from torch import Tensor
 
 from ..data.collate import to_float32, to_ndarray, to_scalar
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields
@@ -18,6 +19,7 @@ from ..utils.checkpoint import atomic_write_text
 from .collector import Forward
 from .episode_metrics import episode_metrics, mean_metrics
 from .logger import build_logger, format_scalars, write_scalars
+from .memory import EnvMemory
 
 MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
 CSV_COLUMNS = ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min', 'return_max']
@@ -45,6 +47,8 @@ class InteractionSerialEvaluator:
         ``exp_name`` None: only ``run_episodes``, writing no files."""
         self._cfg = with_defaults(type(self), cfg)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
+        spec = getattr(policy, 'memory', None)
+        self._memory = EnvMemory(spec, env.env_num) if spec else None  # a recurrent policy's state per env
         self.logger = build_logger(exp_name, instance_name)
         self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv') if exp_name is not None else None
         self.n_episode = self._cfg.n_episode or (env.env_num if env is not None else 1)
@@ -79,6 +83,8 @@ class InteractionSerialEvaluator:
     def _begin_episodes(self) -> None:
         self._env.reset()
         self._policy.reset()
+        if self._memory is not None:
+            self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
         self.episode_metrics = []
 
@@ -97,11 +103,30 @@ class InteractionSerialEvaluator:
             ids, obs = [ids[k] for k in rows], obs[rows]
         return ids, to_float32(obs)
 
+    def _forward_rows(self, ids: list[int], obs: Tensor) -> dict[str, Tensor]:
+        """The policy's batch forward for the envs ``ids``; a recurrent policy's states advance."""
+        if self._memory is None:
+            return self._policy.forward_batch(obs)
+        output = self._policy.forward_batch(obs, memory=self._memory.inputs(ids))
+        self._memory.acted(ids, output['state'])
+        return output
+
     def _per_env_actions(self) -> dict[int, Any]:
         obs = {i: o for i, o in self._env.ready_obs.items() if self._quota[i] > 0}
         if not obs:
             raise RuntimeError('evaluator envs stopped before the requested episodes finished')
-        return {i: to_ndarray(out['action']) for i, out in self._policy.forward(obs).items()}
+        if self._memory is None:
+            return {i: to_ndarray(out['action']) for i, out in self._policy.forward(obs).items()}
+        ids = list(obs)
+        output = self._policy.forward(obs, memory=self._memory.inputs(ids))
+        self._memory.acted(ids, torch.stack([output[i]['state'] for i in ids]))
+        return {i: to_ndarray(out['action']) for i, out in output.items()}
+
+    def _reset_env(self, env_id: int) -> None:
+        """``env_id``'s episode ended: the policy's and the memory's state for it start again."""
+        self._policy.reset([env_id])
+        if self._memory is not None:
+            self._memory.reset(env_id)
 
     def _advance(self, actions: dict[int, Any]) -> None:
         """Step the envs with ``actions``; count the episodes that ended."""
@@ -116,8 +141,10 @@ class InteractionSerialEvaluator:
                     raise nonfinite_error(f"evaluator {env_label(self._env, env_id)}", 'in an evaluation', values)
                 self._tainted.add(env_id)
             done = to_scalar(timestep.done, f"evaluator env {env_id}'s done")
+            if self._memory is not None:
+                self._memory.stepped([env_id], np.asarray(actions[env_id])[None], np.float32(timestep.reward))
             if timestep.info.get('abnormal') or done and env_id in self._tainted:  # that episode does not count
-                self._policy.reset([env_id])
+                self._reset_env(env_id)
                 self._tainted.discard(env_id)
                 self._broken += 1
                 if self._broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
@@ -128,7 +155,7 @@ class InteractionSerialEvaluator:
                 self._returns.append(_episode_return(timestep.info, env_id))
                 self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
                 self._quota[env_id] -= 1
-                self._policy.reset([env_id])
+                self._reset_env(env_id)
 
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1) -> tuple[bool, dict[str, float]]:
@@ -193,12 +220,13 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
     """``run_episodes`` of each evaluator, stepped together: at each env step one ``forward`` call (default: each
     evaluator's own policy) acts for the ready envs of every evaluator with episodes left whose observations stack
     (the others act per env)."""
-    forward = forward or (lambda obs, which: [evaluators[k]._policy.forward_batch(o) for k, o in zip(which, obs)])
     for evaluator in evaluators:
         evaluator._begin_episodes()
     while running := [k for k, evaluator in enumerate(evaluators) if any(evaluator._quota.values())]:
         ready = {k: rows for k in running if (rows := evaluators[k]._ready_rows()) is not None}
-        outputs = forward([torch.from_numpy(obs) for _, obs in ready.values()], list(ready)) if ready else []
+        inputs = [torch.from_numpy(obs) for _, obs in ready.values()]
+        outputs = forward(inputs, list(ready)) if forward is not None and ready else \
+            [evaluators[k]._forward_rows(ids, o) for (k, (ids, _)), o in zip(ready.items(), inputs)]
         actions = {k: dict(zip(ready[k][0], output['action'].numpy(force=True))) for k, output in zip(ready, outputs)}
         for k in running:
             evaluators[k]._advance(actions[k] if k in actions else evaluators[k]._per_env_actions())

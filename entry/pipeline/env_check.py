@@ -14,6 +14,7 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError, save_config
 from ding_lite.data.collate import to_scalar
 from ding_lite.worker.finite_check import env_name
+from ding_lite.worker.memory import EnvMemory
 from envs.adapt import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
@@ -114,6 +115,9 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
             _warn_scale(env, [obs, timestep.obs], name)
         to_scalar(timestep.reward, "env 0's reward")  # the probe is env 0's twin: the collector's words
         example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.float64(0), 'done': False}
+        if policy.memory:  # a recurrent policy's transitions keep their memory too
+            state = outputs['collect']['state'][None]
+            example.update({k: v[0] for k, v in EnvMemory(policy.memory, 1).acted([0], state).items()})
         for buffer in buffers:
             buffer.check_memory(example)
     finally:
@@ -168,8 +172,9 @@ def _observation_parts(source: gym.Space, obs: Any, adapter: Any) -> list[tuple[
 def _forward(policy: Policy, mode: str, obs: Any, name: str, cfg: EasyDict) -> dict[str, torch.Tensor]:
     if mode not in policy._enable_field:  # the parallel driver's policy: the actors' mode, over the same model
         policy = type(policy)(policy._cfg, model=policy.model, enable_field=[mode])
+    memory = {'memory': EnvMemory(policy.memory, 1).inputs([0])} if policy.memory else {}
     try:
-        return getattr(policy, f'{mode}_mode').forward({0: obs})[0]
+        return getattr(policy, f'{mode}_mode').forward({0: obs}, **memory)[0]
     except Exception as error:  # a model that cannot take the env's observations fails in torch, at any depth
         array = np.asarray(obs) if not isinstance(obs, dict) else None
         what = f"shape {array.shape}, {array.dtype}" if array is not None else f"a {type(obs).__name__}"

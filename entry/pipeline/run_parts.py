@@ -83,13 +83,19 @@ class RandomCollectPolicy:
         self.cfg = policy.cfg
         self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
         self.plain_transition_keys = getattr(policy, 'plain_transition_keys', None)
+        self.memory = getattr(policy, 'memory', None)
 
     def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:
-        return {env_id: {'action': torch.as_tensor(self._space.sample())} for env_id in data}
+        """A random action per env; a recurrent policy's state advances as its own forward would advance it."""
+        states = self._policy.forward(data, memory=kwargs['memory']) if kwargs.get('memory') else {}
+        return {env_id: {'action': torch.as_tensor(self._space.sample()),
+                         **({'state': states[env_id]['state']} if states else {})} for env_id in data}
 
     def forward_batch(self, obs: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
         """A random action per row, drawn as ``forward`` draws them (env order)."""
-        return {'action': torch.as_tensor(np.stack([self._space.sample() for _ in range(batch_len(obs))]))}
+        state = {'state': self._policy.forward_batch(obs, memory=kwargs['memory'])['state']} \
+            if kwargs.get('memory') else {}
+        return {'action': torch.as_tensor(np.stack([self._space.sample() for _ in range(batch_len(obs))])), **state}
 
     def reset(self, data_id: list[int] | None = None) -> None:
         pass
