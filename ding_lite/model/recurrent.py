@@ -78,14 +78,14 @@ class RecurrentEncoder(nn.Module):
         return torch.cat(parts, -1) if len(parts) > 1 else obs
 
     def _run(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
-        layers = state.reshape(len(state), -1, self.num_layers, self.hidden_size).permute(1, 2, 0, 3).contiguous()
+        layers = state.reshape(state.shape[0], -1, self.num_layers, self.hidden_size).permute(1, 2, 0, 3).contiguous()
         if self.kind == 'lstm':  # [2 (h, c), layers, B, H] from the state row's [B, 2 * layers * H]
             features, (h, c) = self.rnn(x, (layers[0], layers[1]))
             out = torch.stack([h, c])
         else:
             features, h = self.rnn(x, layers[0])
             out = h.unsqueeze(0)
-        return features, out.permute(2, 0, 1, 3).reshape(len(state), -1)
+        return features, out.permute(2, 0, 1, 3).reshape(state.shape[0], -1)
 
     def read(self, memory: Memory, state: Tensor) -> tuple[Tensor, Tensor]:
         """``(features of the steps the heads read, flat [B * T', H], state after the last step)``."""

@@ -55,9 +55,9 @@ class CollectorWorker:
     """A collector actor: its own env manager (base or subprocess) and collect-mode policy on the CPU."""
 
     def __init__(self, cfg: EasyDict, env_setting: tuple, policy_cls: type, model: nn.Module, seed: int,
-                 num_threads: int) -> None:
+                 num_threads: int, env_offset: int = 0) -> None:
         set_pkg_seed(seed, use_cuda=False)
-        self._seed = seed
+        self._seed, self._env_offset = seed, env_offset
         self._policy = _cpu_policy(cfg, policy_cls, model, 'collect', num_threads)
         self._env = build_env_manager(cfg, env_setting, 'collector', seed)
         self._collector = create_serial_collector(cfg.policy.collect.collector, env=self._env,
@@ -80,6 +80,8 @@ class CollectorWorker:
         else:
             samples = collect_batch(self._collector, n_sample)
         batch = {path: value.numpy() for path, value in flatten_batch(samples).items()}
+        if ('env_id',) in batch:  # a recurrent policy's sequences: env ids unique across the collectors
+            batch[('env_id',)] = batch[('env_id',)] + self._env_offset
         return {'batch': batch, 'count': batch_len(samples), 'episodes': self._collector.pop_episodes(),
                 'entropy': self._collector.pop_entropy(),  # None after a warm-up (no policy forwards)
                 'env_restarts': self._collector.env_restarts - restarts, 'busy': time.perf_counter() - start}
@@ -215,7 +217,7 @@ class ActorPool:
         if slot.kind == 'collector':
             slot.actor = self._collector_cls.options(**options).remote(
                 self._cfg, run.env_setting, type(run.policy), self._model_ref, self.collector_seed(slot),
-                self._threads)
+                self._threads, slot.index * self._cfg.env.collector_env_num)
         else:
             slot.actor = self._evaluator_cls.options(**options).remote(
                 self._cfg, run.env_setting, type(run.policy), self._model_ref, self._threads)

@@ -45,6 +45,8 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
         return "policy.learn.learner.on_nonfinite='skip'"
     if isinstance(cfg.model.get('obs_shape'), dict):
         return "the observations are a Dict (images beside vectors)"
+    if cfg.model.get('rnn'):
+        return "the model is recurrent (model.rnn): its sequences and states are not stacked across seeds yet"
     return None
 
 

@@ -26,14 +26,46 @@ class Agent:
     def __init__(self, policy: Policy, adapter: ObsAdapter, scaler: Any, discrete: bool) -> None:
         self.policy, self._adapter, self._scaler, self._discrete = policy, adapter, scaler, discrete
 
-    def predict(self, obs: Any, deterministic: bool = True) -> np.ndarray | int:
+    def predict(self, obs: Any, state: np.ndarray | None = None, episode_start: Any = None,
+                deterministic: bool = True, reward: Any = None) -> Any:
         """The action for one observation (as the run's env gives it) or for a batch of them (a leading axis): the
         eval actor's (``deterministic``) or one sampled from the policy. Box actions come scaled into the env's
-        bounds; a Discrete action is an int (an int array for a batch)."""
+        bounds; a Discrete action is an int (an int array for a batch). A recurrent run (``model.rnn``) returns
+        ``(action, state)`` (SB3-contrib's): pass ``state`` back with the next observation, None or
+        ``episode_start`` True where an episode starts; ``reward``: the last reward, where the model reads it."""
         single, rows = self._rows(obs)
         mode = self.policy.eval_mode if deterministic else self.policy.collect_mode
-        output = mode.forward({i: self._adapter(row) for i, row in enumerate(rows)})
+        memory = self.policy.memory
+        kwargs = {'memory': _memory_inputs(memory, self._state_rows(state, episode_start, reward, len(rows)))} \
+            if memory else {}
+        output = mode.forward({i: self._adapter(row) for i, row in enumerate(rows)}, **kwargs)
         action = torch.stack([output[i]['action'] for i in range(len(rows))]).cpu().numpy()
+        if memory:
+            state = _memory_state(memory, torch.stack([output[i]['state'] for i in range(len(rows))]),
+                                  torch.as_tensor(action), kwargs['memory'].get('prev_reward')).numpy()
+            return self._env_action(action, single), state[0] if single else state
+        return self._env_action(action, single)
+
+    def _state_rows(self, state: Any, episode_start: Any, reward: Any, n: int) -> Tensor:
+        """``predict``'s recurrent ``state`` as ``[n, width]`` rows, zero where an episode starts, the last reward
+        written in where the model reads it."""
+        width = memory_width(self.policy.memory)
+        rows = torch.zeros(n, width) if state is None else torch.as_tensor(np.asarray(state), dtype=torch.float32)
+        rows = rows.reshape(n, -1).clone()
+        if rows.shape[1] != width:
+            raise ValueError(f"predict: state has {rows.shape[1]} values per observation; this run's recurrent state "
+                             f"has {width} (pass back the state predict returned, or None at an episode's start)")
+        if self.policy.memory['prev_reward']:
+            if reward is None and state is not None:
+                raise ValueError("predict: this run's model reads the previous reward (model.rnn.prev_reward): pass "
+                                 "reward=the reward the last action got")
+            if reward is not None:
+                rows[:, -1] = torch.as_tensor(np.asarray(reward), dtype=torch.float32).reshape(n)
+        if episode_start is not None:
+            rows[torch.as_tensor(np.asarray(episode_start), dtype=torch.bool).reshape(n)] = 0
+        return rows
+
+    def _env_action(self, action: np.ndarray, single: bool) -> np.ndarray | int:
         if self._discrete:
             action = action.astype(np.int64)
             return int(action[0]) if single else action
@@ -63,8 +95,14 @@ class Agent:
         if isinstance(self._adapter.space, gym.spaces.Dict):
             raise ValueError("export traces one tensor input; this run's observations are a Dict (images beside "
                              "vectors): act with load_policy(RUN).predict(obs) instead")
+        memory = self.policy.memory
+        if memory and memory['prev_reward']:
+            raise ValueError("export: this run's model reads the previous reward (model.rnn.prev_reward), which an "
+                             "exported actor cannot see: act with load_policy(RUN).predict(obs, state, reward=...)")
         exported = _ExportedActor(self.policy, self._scaler)
         example = torch.as_tensor(np.asarray(self._adapter(self._adapter.source.sample()))).unsqueeze(0)
+        if memory:  # (obs, state) -> (action, state)
+            example = (example, torch.zeros(1, memory_width(memory)))
         with torch.no_grad():
             traced = torch.jit.trace(exported, example, check_trace=False)
         traced.requires_grad_(False)
@@ -108,11 +146,43 @@ class _ExportedActor(nn.Module):
         self.register_buffer('low', None if bounds[0] is None else torch.as_tensor(bounds[0]))
         self.register_buffer('half_range', None if bounds[1] is None else torch.as_tensor(bounds[1]))
 
-    def forward(self, obs: Tensor) -> Tensor:
-        action = self._policy._forward_eval_batch(obs)['action']
+    def forward(self, obs: Tensor, state: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        memory = self._policy.memory
+        output = self._policy._forward_eval_batch(obs, **({'memory': _memory_inputs(memory, state)} if memory else {}))
+        action = output['action']
+        next_state = _memory_state(memory, output['state'], action) if memory else None
         if self.low is not None:
             action = self.low + (action.clamp(-1, 1) + 1) * self.half_range
-        return action
+        return action if next_state is None else (action, next_state)
+
+
+def memory_width(memory: dict[str, Any]) -> int:
+    """Values per env in the state ``predict`` and an exported actor pass around: the recurrent state, the
+    previous action (in the model's [-1, 1] or index) and reward, where the model reads them."""
+    action = memory['prev_action']
+    return memory['state_size'] + (int(np.prod(action[0])) if action else 0) + int(memory['prev_reward'])
+
+
+def _memory_inputs(memory: dict[str, Any], rows: Tensor) -> dict[str, Tensor]:
+    """``EnvMemory.inputs``' form of the ``[n, memory_width]`` state rows."""
+    size, action = memory['state_size'], memory['prev_action']
+    inputs = {'state': rows[:, :size]}
+    if action:
+        width = int(np.prod(action[0]))
+        inputs['prev_action'] = rows[:, size:size + width].reshape(-1, *action[0]).to(getattr(torch, action[1]))
+    if memory['prev_reward']:
+        inputs['prev_reward'] = rows[:, -1]
+    return inputs
+
+
+def _memory_state(memory: dict[str, Any], state: Tensor, action: Tensor, reward: Tensor | None = None) -> Tensor:
+    """The state rows after acting: the new recurrent state, the action taken, the reward slot kept."""
+    parts = [state.float()]
+    if memory['prev_action']:
+        parts.append(action.reshape(state.shape[0], -1).float())
+    if memory['prev_reward']:
+        parts.append((reward if reward is not None else torch.zeros(state.shape[0])).reshape(-1, 1).float())
+    return torch.cat(parts, 1)
 
 
 def load_policy(path: str, checkpoint: str = 'ckpt_best.pth.tar', device: str = 'cpu') -> Agent:

@@ -88,3 +88,45 @@ def test_load_policy_errors_name_what_is_missing(tmp_path):
     (tmp_path / 'ckpt' / 'ckpt_best.pth.tar').write_bytes(b'')
     with pytest.raises(FileNotFoundError, match='has no total_config.py'):
         load_policy(str(tmp_path))
+
+
+@pytest.mark.parametrize('prev_reward', [False, True])
+def test_a_recurrent_run_predicts_with_its_state_and_exports_an_actor_that_carries_it(tmp_path, prev_reward):
+    """SB3-contrib's ``predict(obs, state, episode_start) -> (action, state)`` replays the best evaluation of a
+    recurrent run on position-only Pendulum; the exported actor maps ``(obs, state)`` as predict does."""
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'rnn')
+    main.policy.model.update(obs_shape=2, rnn=dict(type='lstm', hidden_size=8, prev_action=True,
+                                                   prev_reward=prev_reward))
+    main.policy.collect.unroll_len = 3
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.env.type = 'pendulum_position'
+    serial_pipeline((main, create), seed=0, max_train_iter=20)
+    agent = load_policy(main.exp_name)
+    returns = []
+    for i in range(main.env.evaluator_env_num):
+        env = gym.make('PendulumPosition-v1', max_episode_steps=20)
+        obs, _ = env.reset(seed=i)
+        total, done, state, reward, start = 0.0, False, None, None, True
+        while not done:
+            action, state = agent.predict(obs, state, episode_start=start, reward=reward)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, done, start = total + float(reward), terminated or truncated, False
+        returns.append(total)
+    assert np.mean(returns) == pytest.approx(_best_return(main.exp_name), rel=1e-5)
+    batch = np.stack([env.observation_space.sample() for _ in range(4)])
+    actions, states = agent.predict(batch, reward=np.zeros(4) if prev_reward else None)
+    again, _ = agent.predict(batch, states, episode_start=[True, False, True, False],
+                             reward=np.ones(4) if prev_reward else None)
+    first, _ = agent.predict(batch[:1])
+    assert np.allclose(again[0], first) and np.allclose(again[2], agent.predict(batch[2])[0])
+    assert not np.allclose(again[1], actions[1])  # the state carried a memory of the last step
+    if prev_reward:
+        with pytest.raises(ValueError, match='reads the previous reward'):
+            agent.export(str(tmp_path / 'actor.pt'))
+        return
+    actor = torch.jit.load(agent.export(str(tmp_path / 'actor.pt')))
+    exported, exported_state = actor(torch.as_tensor(batch), torch.as_tensor(states))
+    expected, expected_state = agent.predict(batch, states)
+    np.testing.assert_allclose(exported.numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(exported_state.numpy(), expected_state, rtol=1e-5, atol=1e-6)
