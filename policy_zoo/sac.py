@@ -70,6 +70,24 @@ def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
                       f"do nothing; set auto_alpha=True to learn alpha with them", ConfigWarning, stacklevel=4)
 
 
+def _ml_agents_memory(cfg: EasyDict) -> None:
+    """ML-Agents' ``memory=dict(memory_size, sequence_length)`` as ``model.rnn`` (an LSTM whose h and c together are
+    ``memory_size`` wide) and ``collect.unroll_len``."""
+    memory = cfg.get('memory')
+    if not memory:
+        return
+    size, length = memory.get('memory_size', 128), memory.get('sequence_length', 64)
+    unknown = sorted(set(memory) - {'memory_size', 'sequence_length'})
+    if unknown or not (isinstance(size, int) and size >= 2 and size % 2 == 0 and isinstance(length, int) and length >= 1):
+        raise ConfigError(f"policy.memory={dict(memory)!r}: ML-Agents' keys are memory_size (an even int, the LSTM's "
+                          f"h and c together) and sequence_length (an int >= 1)")
+    if cfg.model.get('rnn') or cfg.collect.unroll_len != 1:
+        raise ConfigError("policy.memory (ML-Agents' names) and policy.model.rnn / policy.collect.unroll_len say the "
+                          "same thing: set one of them")
+    cfg.model.rnn = EasyDict(type='lstm', hidden_size=size // 2)
+    cfg.collect.unroll_len = length
+
+
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
@@ -91,6 +109,7 @@ class SACPolicy(Policy):
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
         burnin_step=0,                        # steps before each sequence that only advance the state (model.rnn)
+        memory=None,                          # ML-Agents' network_settings.memory: dict(memory_size, sequence_length)
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
         ),
@@ -149,6 +168,7 @@ class SACPolicy(Policy):
     def _check_memory(cls, cfg: EasyDict) -> None:
         """Sequences need a recurrent model (``model.rnn``) and a policy that learns from them; the replay buffer
         samples them (``unroll_len`` steps after ``burnin_step``)."""
+        _ml_agents_memory(cfg)
         rnn, unroll, burnin = cfg.model.get('rnn'), cfg.collect.unroll_len, cfg.get('burnin_step', 0)
         if not rnn:
             if unroll != 1 or burnin:

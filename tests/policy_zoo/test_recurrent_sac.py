@@ -129,3 +129,18 @@ def test_discrete_sac_learns_from_sequences(tmp_path):
     from entry import serial_pipeline
     policy = serial_pipeline((main, create), seed=0, max_train_iter=10)
     assert isinstance(policy, SACPolicy) and policy.memory['prev_action'] == ((), 'int64')
+
+
+def test_ml_agents_memory_keys_set_the_lstm_and_the_sequence_length(tmp_path):
+    from ding_lite.utils.default_config import ConfigError
+    main, create = _cfg(tmp_path)
+    main.policy.model.pop('rnn')
+    main.policy.collect.unroll_len = 1
+    main.policy.memory = dict(memory_size=32, sequence_length=6)
+    cfg = compile_config(main, create, save_cfg=False)
+    assert cfg.policy.model.rnn == dict(type='lstm', hidden_size=16) and cfg.policy.collect.unroll_len == 6
+    assert cfg.policy.other.replay_buffer.sequence_length == 6
+    assert create_policy(cfg.policy).memory['state_size'] == 2 * 32  # memory_size each for the actor and critics
+    main.policy.memory = dict(memory_size=31)
+    with pytest.raises(ConfigError, match="memory_size"):
+        compile_config(main, create, save_cfg=False)
