@@ -1,7 +1,7 @@
 """SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
-``--policy tqc`` (any continuous SAC-family variant) times that variant's step against SAC's instead, interleaved in
+``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences) times that variant's step against SAC's instead, interleaved in
 the same process, at the MuJoCo and Pendulum sizes (its cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's
 train step of the same variant at the same sizes joins the rounds as the peer row, where ``sb3_contrib`` is installed
 (``pip install sb3-contrib``: a benchmark-only dependency). Otherwise: same sizes, same
@@ -30,10 +30,18 @@ CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 256)': ('sac', 17, 6, 25
 GPU_CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 1024)': ('sac', 17, 6, 256, 1024)}
 
 
-def _policy(kind: str, obs: int, act: int, hidden: int, batch: int, device: str, **learn: bool) -> SACPolicy:
-    main = dict(exp_name='bench_learn', policy=dict(device=device, model=dict(
-        obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden),
-        learn=dict(batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, **learn)))
+RNN = dict(unroll=8, burnin=4, hidden=64)  # --policy lstm|gru: sequences of 8 after 4, batch / 8 of them
+
+
+def _policy(kind: str, obs: int, act: int, hidden: int, batch: int, device: str, rnn: str | None = None,
+            **learn: bool) -> SACPolicy:
+    model = dict(obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden)
+    memory = {}
+    if rnn:
+        model['rnn'] = dict(type=rnn, hidden_size=RNN['hidden'])
+        memory = dict(burnin_step=RNN['burnin'], collect=dict(unroll_len=RNN['unroll']))
+    main = dict(exp_name='bench_learn', policy=dict(device=device, model=model, **memory, learn=dict(
+        batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, **learn)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type=kind)), save_cfg=False)
     return create_policy(cfg.policy, enable_field=['learn'])
 
@@ -99,7 +107,9 @@ def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str 
         buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                      'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool)})
         steps = {key: (lambda step: lambda: step(buffer.sample(batch)))(_policy(key, *sizes, device).learn_mode.forward)
-                 for key in ('sac', policy)}
+                 for key in ('sac', policy) if key not in ('lstm', 'gru')}
+        if policy in ('lstm', 'gru'):
+            steps[policy] = _recurrent_step(policy, obs, act, hidden, batch, device)
         peer = _sb3_contrib_step(policy, obs, act, hidden, batch, device)
         if peer is not None:
             steps['sb3-contrib'] = peer
@@ -116,6 +126,21 @@ def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str 
         print(line, flush=True)
         results[name] = costs[policy]
     return results
+
+
+def _recurrent_step(rnn: str, obs: int, act: int, hidden: int, batch: int, device: str):
+    """SAC's step on a recurrent model: ``batch / unroll`` sequences (as many loss steps as SAC's batch) from a
+    buffer of 10000 random transitions in episodes of 200 steps of 10 envs."""
+    sequences = max(1, batch // RNN['unroll'])
+    step = _policy('sac', obs, act, hidden, sequences, device, rnn=rnn).learn_mode.forward
+    width = 2 * (2 if rnn == 'lstm' else 1) * RNN['hidden']
+    buffer = ReplayBuffer({'replay_buffer_size': 10000, 'device': device, 'sequence_length': RNN['unroll'],
+                           'burnin_step': RNN['burnin']})
+    index = torch.arange(10000)
+    buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
+                 'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool),
+                 'state': torch.randn(10000, width) * 0.1, 'env_id': index % 10, 'episode_start': index // 10 % 200 == 0})
+    return lambda: step(buffer.sample(sequences))
 
 
 def _sb3_contrib_step(policy: str, obs: int, act: int, hidden: int, batch: int, device: str):
@@ -153,7 +178,8 @@ if __name__ == '__main__':
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--no-compile', action='store_true', help='skip the compiled step (compiling takes a while)')
     parser.add_argument('--threads', type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument('--policy', default=None, help="a SAC-family variant to time against SAC's step (e.g. tqc)")
+    parser.add_argument('--policy', default=None, help="a SAC-family variant to time against SAC's step (e.g. tqc; "
+                        "lstm or gru: SAC on a recurrent model's sequences)")
     args = parser.parse_args()
     if args.device.startswith('cuda') and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: this machine has no CUDA device")

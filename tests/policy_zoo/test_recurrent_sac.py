@@ -144,3 +144,28 @@ def test_ml_agents_memory_keys_set_the_lstm_and_the_sequence_length(tmp_path):
     main.policy.memory = dict(memory_size=31)
     with pytest.raises(ConfigError, match="memory_size"):
         compile_config(main, create, save_cfg=False)
+
+
+@pytest.mark.slow  # about 5 minutes on 2 cores: pytest -m slow
+def test_recurrent_sac_learns_position_only_pendulum_where_an_mlp_cannot(tmp_path):
+    """Seeds 0-2 within 70k env steps: the LSTM config reaches -400 (measured at 47k / 49k / 49k), and an MLP on the
+    same observation (cos θ, sin θ; the frame-stack config with one frame) stays below -800 (its best -1120 to
+    -1210 in 60k)."""
+    import csv
+
+    from ding_lite.config import read_config
+    from entry import serial_pipeline
+    from tests.conftest import ROOT
+
+    def best(name: str, seed: int) -> float:
+        main, create = read_config(f"{ROOT}/dizoo_configs/pendulum_position_sac_{name}_config.py")
+        main.exp_name, main.env.stop_value = str(tmp_path / f'{name}_{seed}'), -400
+        if name == 'stack':  # one observation: no way to tell the velocity
+            main.env.frame_stack, main.policy.model.obs_shape = 1, 2
+        serial_pipeline((main, create), seed=seed, max_env_step=70_000)
+        rows = csv.DictReader(open(tmp_path / f'{name}_{seed}' / 'log' / 'evaluator.csv'))
+        return max(float(row['return_mean']) for row in rows)
+
+    for seed in (0, 1, 2):
+        assert best('lstm', seed) >= -400
+        assert best('stack', seed) < -800
