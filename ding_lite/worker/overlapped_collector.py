@@ -156,8 +156,10 @@ class OverlappedCollector:
 
 
 def _synced_tensors(model: nn.Module) -> list[torch.Tensor]:
-    """What a collect forward reads of ``model``: its parameters and buffers, less its critic's (QAC models)."""
+    """What a collect forward reads of ``model``: its parameters and buffers, less its critic's (QAC models; a
+    recurrent model's critic encoder is read: its state advances as the actor acts)."""
     critic = getattr(model, 'critic', None)
+    critic = getattr(critic, 'ensemble', critic) if getattr(model, 'memory', None) else critic
     skip = {id(t) for t in critic.parameters()} | {id(t) for t in critic.buffers()} if isinstance(critic, nn.Module) \
         else set()
     return [t.detach() for t in (*model.parameters(), *model.buffers()) if id(t) not in skip]
