@@ -114,10 +114,10 @@ def test_the_stored_state_is_the_collectors_before_acting_and_resets_with_the_ep
 
 def test_an_overlapped_collector_copies_both_encoders_but_not_the_critics_heads(policy):
     from ding_lite.worker.overlapped_collector import _synced_tensors
-    synced = {id(t) for t in _synced_tensors(policy.model)}
+    synced = {t.data_ptr() for t in _synced_tensors(policy.model)}  # detached views of the model's own
     critic = policy.model.critic
-    assert all(id(p) in synced for p in (*policy.model.actor.parameters(), *critic.encoder.parameters()))
-    assert not any(id(p) in synced for p in critic.ensemble.parameters())
+    assert all(p.data_ptr() in synced for p in (*policy.model.actor.parameters(), *critic.encoder.parameters()))
+    assert not any(p.data_ptr() in synced for p in critic.ensemble.parameters())
 
 
 def test_other_variants_refuse_a_recurrent_model_and_sequences_need_one(tmp_path):
