@@ -32,7 +32,7 @@ pendulum_position_sac_lstm_config = dict(
             rnn=dict(type='lstm', hidden_size=64, prev_action=True),
         ),
         learn=dict(
-            update_per_collect=1,
+            update_per_collect=2,      # learn steps per 10 env steps (1 takes twice the env steps)
             batch_size=32,             # sequences
             learning_rate_q=1e-3,
             learning_rate_policy=1e-3,

@@ -27,7 +27,7 @@ pendulum_position_sac_stack_config = dict(
             critic_head_hidden_size=128,
         ),
         learn=dict(
-            update_per_collect=1,
+            update_per_collect=2,      # learn steps per 10 env steps (1 takes twice the env steps)
             batch_size=256,
             learning_rate_q=1e-3,
             learning_rate_policy=1e-3,

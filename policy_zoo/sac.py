@@ -51,12 +51,15 @@ def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
             param.requires_grad_(True)
 
 
-def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor) -> dict[str, Tensor]:
-    """The critics' scalars of one seed, and ``priority``: |TD| per sample ``[B]``."""
-    q_mean = q.detach().mean(-1)                               # [E]: one value per critic
+def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
+                 obs: Memory | None = None) -> dict[str, Tensor]:
+    """The critics' scalars of one seed (means over a sequence batch's loss steps), and ``priority``: |TD| per
+    sample ``[B]``."""
+    mean = (lambda x: x.mean()) if obs is None else (lambda x: row_mean(x, obs).mean())  # noqa: E731
+    q_mean = row_mean(q.detach(), obs)                         # [E]: one value per critic
     return {'critic_loss': critic_loss, 'q_value': q_mean.mean(),
-            **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())}, 'target_q_value': target_q.mean(),
-            'td_error': td.abs().mean(), 'priority': td.abs().mean(0)}
+            **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())}, 'target_q_value': mean(target_q),
+            'td_error': mean(td.abs()), 'priority': td.abs().mean(0)}
 
 
 def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
@@ -281,7 +284,8 @@ class SACPolicy(Policy):
         if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
             self._actor_stats = self._actor_step(batch.obs)
         self._learn_steps += 1
-        stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q)
+        sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
+        stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
         if self._target_model is not None:
             self._target_model.update(self._critic_params)
