@@ -76,10 +76,13 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     if reason is None:
         names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
         return serial_pipeline_seeds(input_cfg, seeds, setup, **{k: v for k, v in kwargs.items() if k in names})
-    if len(seeds) > 1:
-        build_logger(seed_input(input_cfg, seeds[0])[0].exp_name, 'summary', console=True).info(
-            f"seeds {seeds} run one after another, not as one batched run: {reason}")
-    return [pipeline(seed_input(input_cfg, seed), seed=seed, **kwargs) for seed in seeds]
+    why = f"seeds {seeds} run one after another, not as one batched run: {reason}"
+    if len(seeds) > 1:  # the console now; each seed's summary log once its folder exists (made by its own run)
+        print(why, flush=True)
+    policies = [pipeline(seed_input(input_cfg, seed), seed=seed, **kwargs) for seed in seeds]
+    for seed in seeds if len(seeds) > 1 else []:
+        build_logger(seed_input(input_cfg, seed)[0].exp_name, 'summary').info(why)
+    return policies
 
 
 def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:

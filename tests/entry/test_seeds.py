@@ -202,7 +202,8 @@ def test_a_policy_with_its_own_update_runs_its_seeds_in_turn(tmp_path, registere
     assert len(policies) == 2 and all(isinstance(p, OwnUpdateSAC) for p in policies)
     summary = (tmp_path / 'own_seed0' / 'log' / 'summary.txt').read_text()
     assert 'seeds [0, 1] run one after another' in summary and 'defines its own _update' in summary
-    assert (tmp_path / 'own_seed1' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    assert all((tmp_path / f'own_seed{seed}' / 'ckpt' / 'ckpt_last.pth.tar').is_file() for seed in (0, 1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['own_seed0', 'own_seed1']  # each seed in its own folder
 
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
