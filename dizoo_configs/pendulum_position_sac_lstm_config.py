@@ -4,10 +4,10 @@ actor and, separately, of the critics, trained on sequences of 8 steps after a 4
 ``batch_size`` counts sequences (DI-engine's R2D2 convention): 32 x 8 = 256 loss steps per update. The comparison
 without memory is ``pendulum_position_sac_stack_config.py`` (the last 2 observations stacked, an MLP).
 
-Expected: -400 at 47k / 49k / 49k env steps (seeds 0-2; -222 / -250 / -212 at 59k), about 100 s a seed on 2 CPU
-cores beside another run; the frame-stack MLP 59k / - / - (-306 / -841 / -660 at 59k) and an MLP on one observation
-never (about -1300) (``ding_lite -m serial -c dizoo_configs/pendulum_position_sac_lstm_config.py -s N --max-env-step
-60000 --set env.stop_value=0``).
+Expected: -400 at 26.5k / 30k / 26.5k env steps (seeds 0-2; -182 / -187 / -516 at 49.5k, best evaluations -151 /
+-184 / -154), about 300 s a seed on 2 CPU cores beside another run; the frame-stack MLP 35k / 29k / 36.5k (-195 /
+-168 / -197 at 49.5k) and an MLP on one observation never (best -974 / -1179 / -1136) (``ding_lite -m serial -c
+dizoo_configs/pendulum_position_sac_lstm_config.py -s N --max-env-step 50000 --set env.stop_value=0``).
 """
 from easydict import EasyDict
 

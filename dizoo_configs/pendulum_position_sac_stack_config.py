@@ -1,9 +1,10 @@
 """SAC without memory on position-only Pendulum (cos θ, sin θ): the last 2 observations stacked into an MLP's input,
 the comparison for ``pendulum_position_sac_lstm_config.py`` (the same settings, 256 transitions per update).
 
-Expected: -400 at 59k / - / - env steps (seeds 0-2, budget 60k; -306 / -841 / -660 at 59k), against the LSTM
-config's 47k / 49k / 49k (``ding_lite -m serial -c dizoo_configs/pendulum_position_sac_stack_config.py -s N
---max-env-step 60000 --set env.stop_value=0``).
+Expected: -400 at 35k / 29k / 36.5k env steps (seeds 0-2, budget 50k; -195 / -168 / -197 at 49.5k), against the
+LSTM config's 26.5k / 30k / 26.5k; with one frame (``--set env.frame_stack=1 --set policy.model.obs_shape=2``) never
+(``ding_lite -m serial -c dizoo_configs/pendulum_position_sac_stack_config.py -s N --max-env-step 50000 --set
+env.stop_value=0``).
 """
 from easydict import EasyDict
 

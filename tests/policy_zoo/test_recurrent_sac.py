@@ -162,9 +162,9 @@ def test_ml_agents_memory_keys_set_the_lstm_and_the_sequence_length(tmp_path):
 
 @pytest.mark.slow  # about 5 minutes on 2 cores: pytest -m slow
 def test_recurrent_sac_learns_position_only_pendulum_where_an_mlp_cannot(tmp_path):
-    """Seeds 0-2 within 50k env steps: the LSTM config reaches -400 (measured at 26.5k / 30k / SEED2), and an MLP on
+    """Seeds 0-2 within 50k env steps: the LSTM config reaches -400 (measured at 26.5k / 30k / 26.5k), and an MLP on
     the same observation (cos θ, sin θ; the frame-stack config with one frame) stays below -700 (its best
-    evaluations -974 / -1179 / PLAIN2 in 50k)."""
+    evaluations -974 / -1179 / -1136 in 50k)."""
     import csv
 
     from ding_lite.config import read_config
