@@ -173,7 +173,7 @@ class Policy:
     # ---- collect / eval ----
     def _init_collect(self) -> None:
         self._collect_model = model_wrap(self._model, self.collect_wrapper)
-        self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
+        self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # the buffer cuts a recurrent model's
         self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
 
     def _init_eval(self) -> None:
@@ -233,7 +233,8 @@ class Policy:
             output = forward(default_collate(list(data.values())), **kwargs)
         except NoValidActionError as error:
             raise NoValidActionError(error.rows, [env_ids[row] for row in error.rows]) from None
-        rows = {k: output[k].cpu().unbind(0) for k in (*self._output_keys, 'state') if isinstance(output.get(k), Tensor)}
+        keys = (*self._output_keys, 'state')  # a recurrent model's new state, for the collector to keep
+        rows = {k: output[k].cpu().unbind(0) for k in keys if isinstance(output.get(k), Tensor)}
         return {env_id: {k: v[i] for k, v in rows.items()} for i, env_id in enumerate(env_ids)}
 
     @torch.no_grad()

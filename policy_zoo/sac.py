@@ -81,7 +81,8 @@ def _ml_agents_memory(cfg: EasyDict) -> None:
         return
     size, length = memory.get('memory_size', 128), memory.get('sequence_length', 64)
     unknown = sorted(set(memory) - {'memory_size', 'sequence_length'})
-    if unknown or not (isinstance(size, int) and size >= 2 and size % 2 == 0 and isinstance(length, int) and length >= 1):
+    valid = isinstance(size, int) and size >= 2 and size % 2 == 0 and isinstance(length, int) and length >= 1
+    if unknown or not valid:
         raise ConfigError(f"policy.memory={dict(memory)!r}: ML-Agents' keys are memory_size (an even int, the LSTM's "
                           f"h and c together) and sequence_length (an int >= 1)")
     if cfg.model.get('rnn') or cfg.collect.unroll_len != 1:

@@ -58,10 +58,12 @@ class EnvMemory:
             self.prev_action[rows] = 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {'state': self.state.copy(), 'prev_action': None if self.prev_action is None else self.prev_action.copy(),
-                'prev_reward': self.prev_reward.copy(), 'start': self.start.copy()}
+        action = None if self.prev_action is None else self.prev_action.copy()
+        return {'state': self.state.copy(), 'prev_action': action, 'prev_reward': self.prev_reward.copy(),
+                'start': self.start.copy()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.state, self.prev_reward = np.array(state['state']), np.array(state['prev_reward'])
-        self.start = np.array(state['start'])
-        self.prev_action = None if state['prev_action'] is None else np.array(state['prev_action'])
+        array = lambda v: v.numpy().copy() if isinstance(v, Tensor) else np.array(v)  # noqa: E731 (a checkpoint's)
+        self.state, self.prev_reward = array(state['state']), array(state['prev_reward'])
+        self.start = array(state['start'])
+        self.prev_action = None if state['prev_action'] is None else array(state['prev_action'])

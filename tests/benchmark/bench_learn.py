@@ -1,15 +1,16 @@
 """SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
-``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences) times that variant's step against SAC's instead, interleaved in
-the same process, at the MuJoCo and Pendulum sizes (its cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's
-train step of the same variant at the same sizes joins the rounds as the peer row, where ``sb3_contrib`` is installed
-(``pip install sb3-contrib``: a benchmark-only dependency). Otherwise: same sizes, same
-process, interleaved rounds of the eager step, the ``learn.compile=True`` step and the bare update; reports
-updates/s and the framework/bare ratio (>= 1.0 means the framework adds nothing). On CUDA the replay buffer lives
-on the GPU too, each timing window ends with a synchronize, the ``learn.cuda_graph=True`` step joins the rounds
-and the MuJoCo sizes run at batch 1024 as well. SQIL-SAC's update is SAC's on a mixed batch (against the bare SAC
-update); discrete SAC runs at CartPole's sizes against a bare discrete SAC update.
+``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences) times
+that variant's step against SAC's instead, interleaved in the same process, at the MuJoCo and Pendulum sizes (its
+cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's train step of the same variant at the same sizes
+joins the rounds as the peer row, where ``sb3_contrib`` is installed (``pip install sb3-contrib``: a benchmark-only
+dependency). Otherwise: same sizes, same process, interleaved rounds of the eager step, the ``learn.compile=True``
+step and the bare update; reports updates/s and the framework/bare ratio (>= 1.0 means the framework adds
+nothing). On CUDA the replay buffer lives on the GPU too, each timing window ends with a synchronize, the
+``learn.cuda_graph=True`` step joins the rounds and the MuJoCo sizes run at batch 1024 as well. SQIL-SAC's update
+is SAC's on a mixed batch (against the bare SAC update); discrete SAC runs at CartPole's sizes against a bare
+discrete SAC update.
 """
 from __future__ import annotations
 
@@ -139,7 +140,8 @@ def _recurrent_step(rnn: str, obs: int, act: int, hidden: int, batch: int, devic
     index = torch.arange(10000)
     buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                  'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool),
-                 'state': torch.randn(10000, width) * 0.1, 'env_id': index % 10, 'episode_start': index // 10 % 200 == 0})
+                 'state': torch.randn(10000, width) * 0.1, 'env_id': index % 10,
+                 'episode_start': index // 10 % 200 == 0})
     return lambda: step(buffer.sample(sequences))
 
 

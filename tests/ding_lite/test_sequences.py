@@ -15,7 +15,8 @@ def _episodes(lengths: list[int], start_value: float = 10.0) -> list[dict]:
         for env, length in enumerate(lengths):
             if t < length:
                 value = start_value * (env + 1) + t
-                rows.append(dict(obs=torch.tensor([value]), reward=torch.tensor(value), done=torch.tensor(t == length - 1),
+                rows.append(dict(obs=torch.tensor([value]), reward=torch.tensor(value),
+                                 done=torch.tensor(t == length - 1),
                                  state=torch.tensor([value, -value]), env_id=torch.tensor(env),
                                  episode_start=torch.tensor(t == 0)))
     return rows

@@ -160,7 +160,7 @@ def test_ml_agents_memory_keys_set_the_lstm_and_the_sequence_length(tmp_path):
         compile_config(main, create, save_cfg=False)
 
 
-@pytest.mark.slow  # about 5 minutes on 2 cores: pytest -m slow
+@pytest.mark.slow  # 5-9 minutes on 2 cores: pytest -m slow
 def test_recurrent_sac_learns_position_only_pendulum_where_an_mlp_cannot(tmp_path):
     """Seeds 0-2 within 50k env steps: the LSTM config reaches -400 (measured at 26.5k / 30k / 26.5k), and an MLP on
     the same observation (cos θ, sin θ; the frame-stack config with one frame) stays below -700 (its best
