@@ -121,7 +121,8 @@ class Policy:
     @property
     def memory(self) -> dict[str, Any] | None:
         """What a recurrent model needs kept per env (``EnvMemory``'s spec), None for a feed-forward one."""
-        return getattr(self._model, 'memory', None)
+        memory = getattr(self._model, 'memory', None)
+        return memory and {**memory, 'save_state': self._cfg.get('save_prev_state', True)}
 
     @classmethod
     def create_model(cls, cfg: dict) -> nn.Module:

@@ -113,6 +113,7 @@ class SACPolicy(Policy):
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
         burnin_step=0,                        # steps before each sequence that only advance the state (model.rnn)
+        save_prev_state=True,                 # sequences start from the state stored at their first step; False: zero
         memory=None,                          # ML-Agents' network_settings.memory: dict(memory_size, sequence_length)
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
@@ -175,10 +176,11 @@ class SACPolicy(Policy):
         _ml_agents_memory(cfg)
         rnn, unroll, burnin = cfg.model.get('rnn'), cfg.collect.unroll_len, cfg.get('burnin_step', 0)
         if not rnn:
-            if unroll != 1 or burnin:
-                raise ConfigError(f"policy.collect.unroll_len={unroll} and policy.burnin_step={burnin} sample "
-                                  f"sequences, which only a recurrent model learns from: set policy.model.rnn="
-                                  f"dict(type='lstm', hidden_size=...) or leave them 1 and 0")
+            if unroll != 1 or burnin or not cfg.get('save_prev_state', True):
+                raise ConfigError(f"policy.collect.unroll_len={unroll}, policy.burnin_step={burnin} and "
+                                  f"policy.save_prev_state={cfg.get('save_prev_state', True)} sample sequences, which "
+                                  f"only a recurrent model learns from: set policy.model.rnn=dict(type='lstm', "
+                                  f"hidden_size=...) or leave them 1, 0 and True")
             return
         if not cls.recurrent:
             raise ConfigError(f"policy.model.rnn: policy {cfg.type!r} does not learn from sequences; use 'sac' or "
@@ -254,7 +256,7 @@ class SACPolicy(Policy):
                 model.train()
         if 'mask' in data:  # a recurrent model's sequences: obs and next_obs are Memory
             batch = sequence_batch(data, self._device, self._cfg.get('burnin_step', 0), self._normalize_obs,
-                                   ignore_done=self._cfg.learn.ignore_done,
+                                   self.memory['state_size'], ignore_done=self._cfg.learn.ignore_done,
                                    use_priority_IS_weight=self._cfg.priority_IS_weight)
             batch.reward = batch.reward * self._cfg.learn.reward_scale
             return batch

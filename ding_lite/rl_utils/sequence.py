@@ -14,12 +14,12 @@ R2D2_ETA = 0.9  # a sequence's priority: eta * max |TD| + (1 - eta) * mean |TD| 
 
 
 def sequence_batch(data: Any, device: torch.device, burnin: int, normalize: Callable[[Tensor], Tensor],
-                   **preprocess: Any) -> SimpleNamespace:
+                   state_size: int, **preprocess: Any) -> SimpleNamespace:
     """A buffer's sequences ``[B, T, ...]`` (``mask``, ``state`` and the previous action and reward at the first
     step) as a learn batch of ``B * T`` rows: ``obs``/``next_obs`` are ``Memory`` over the ``T + 1`` observations
     (the heads read steps ``0..T-1`` and ``1..T``), ``weight`` zero on the burn-in prefix and past an episode's end
-    and scaled to mean 1, so that a weighted mean is the mean over the loss steps. ``preprocess``:
-    ``preprocess_learn_batch``'s keywords."""
+    and scaled to mean 1, so that a weighted mean is the mean over the loss steps; without a stored ``state``, a zero
+    one of ``state_size``. ``preprocess``: ``preprocess_learn_batch``'s keywords."""
     data = {k: v.to(device) for k, v in dict(data).items()}
     mask = data.pop('mask')
     batch_size, steps = mask.shape
@@ -27,7 +27,8 @@ def sequence_batch(data: Any, device: torch.device, burnin: int, normalize: Call
     weight = loss.flatten().to(torch.get_default_dtype())
     weight = weight / weight.mean().clamp(min=1 / weight.numel())  # no host sync: an all-padding batch weighs 0
     obs = normalize(torch.cat([data['obs'][:, :1], data['next_obs']], 1))
-    inputs = {'obs': obs, 'state': data['state'], 'burnin': burnin}
+    state = data['state'] if 'state' in data else torch.zeros(batch_size, state_size, device=device)
+    inputs = {'obs': obs, 'state': state, 'burnin': burnin}
     if 'prev_action' in data:
         inputs['prev_action'] = torch.cat([data['prev_action'][:, None], data['action']], 1)
     if 'prev_reward' in data:

@@ -11,7 +11,8 @@ from torch import Tensor
 class EnvMemory:
     """Per env: the recurrent state before its next action, its previous action and reward (where the model reads
     them), and whether its episode has just started; zero at each episode's start. ``spec``: the model's
-    ``memory`` (``state_size``; ``prev_action``: None or the action's ``(shape, dtype)``; ``prev_reward``)."""
+    ``memory`` (``state_size``; ``prev_action``: None or the action's ``(shape, dtype)``; ``prev_reward``;
+    ``save_state``: transitions keep the state)."""
 
     def __init__(self, spec: dict[str, Any], env_num: int) -> None:
         self.spec = dict(spec)
@@ -33,7 +34,9 @@ class EnvMemory:
     def acted(self, ids: list[int], state: Tensor) -> dict[str, np.ndarray]:
         """The envs ``ids`` acted and their state is now ``state``: the columns their transitions keep (the state
         before acting, env id, episode start, the previous action and reward read)."""
-        columns = {'state': self.state[ids], 'env_id': np.asarray(ids, np.int64), 'episode_start': self.start[ids]}
+        columns = {'env_id': np.asarray(ids, np.int64), 'episode_start': self.start[ids]}
+        if self.spec.get('save_state', True):  # else sequences start from a zero state
+            columns['state'] = self.state[ids]
         if self.spec['prev_action']:
             columns['prev_action'] = self.prev_action[ids]
         if self.spec['prev_reward']:

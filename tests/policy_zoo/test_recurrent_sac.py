@@ -198,3 +198,20 @@ def test_a_recurrent_run_is_the_same_under_the_subprocess_manager_and_seeds_run_
     policies = serial_pipeline((main, create), seed=[0, 1], max_train_iter=5)
     assert len(policies) == 2 and all((tmp_path / 'seeds' / f'rnn_seed{s}' / 'log' / 'evaluator.csv').is_file()
                                       for s in (0, 1))
+
+
+def test_without_save_prev_state_sequences_start_from_a_zero_state(tmp_path):
+    main, create = _cfg(tmp_path)
+    main.policy.save_prev_state = False
+    policy = create_policy(compile_config(main, create, save_cfg=False).policy)
+    manager = BaseEnvManager([partial(PendulumPositionEnv, {'env_kwargs': {'max_episode_steps': 5}})] * 2)
+    manager.seed(0, True)
+    collector = SampleSerialCollector({'type': 'sample'}, manager, policy.collect_mode, exp_name='x')
+    data = collector.collect_batch(16)
+    collector.close()
+    assert 'state' not in data and 'env_id' in data  # nothing stored that no sequence would read
+    buffer = ReplayBuffer(dict(replay_buffer_size=100, sequence_length=UNROLL, burnin_step=BURNIN))
+    buffer.push(data)
+    batch = policy._preprocess_learn(buffer.sample(4))
+    assert torch.equal(batch.obs.state, torch.zeros(4, policy.memory['state_size']))
+    assert torch.isfinite(policy._forward_learn(buffer.sample(4))['critic_loss'])

@@ -27,7 +27,7 @@ def _policy_cfg(policy: str = 'sac', **sections):
 @pytest.mark.parametrize('sections, message', [
     (dict(multi_agent=True), r"policy.multi_agent=True: ding_lite's policies are single-agent"),
     (dict(on_policy=True), r"policy.on_policy=True: ding_lite's policies are off-policy"),
-    (dict(collect=dict(unroll_len=4)), r"policy.collect.unroll_len=4 .* only a recurrent model learns from"),
+    (dict(collect=dict(unroll_len=4)), r"policy.collect.unroll_len=4, .* only a recurrent model learns from"),
     (dict(transition_with_policy_data=True), r"policy.transition_with_policy_data=True: .* policy.collect.collector_logit=True"),
     (dict(command=dict(eps=0.1)), r"policy.command=\{'eps': 0.1\}: DI-engine's command mode has no counterpart"),
 ])
