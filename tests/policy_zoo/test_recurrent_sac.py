@@ -215,3 +215,21 @@ def test_without_save_prev_state_sequences_start_from_a_zero_state(tmp_path):
     batch = policy._preprocess_learn(buffer.sample(4))
     assert torch.equal(batch.obs.state, torch.zeros(4, policy.memory['state_size']))
     assert torch.isfinite(policy._forward_learn(buffer.sample(4))['critic_loss'])
+
+
+def test_parallel_collectors_number_their_envs_apart_and_envpool_steps_recurrent_runs(tmp_path):
+    """Two collector actors' env 0 are two envs to the buffer's sequences; EnvPool's envs keep their states too."""
+    from entry import serial_pipeline
+    from entry.parallel.workers import CollectorWorker
+    from envs import get_vec_env_setting
+    cfg = compile_config(*_cfg(tmp_path), save_cfg=False)
+    policy = create_policy(cfg.policy)
+    worker = CollectorWorker(cfg, get_vec_env_setting(cfg.env), type(policy), policy.model, seed=1, num_threads=1,
+                             env_offset=2 * cfg.env.collector_env_num)
+    assert sorted(set(worker.collect(8)['batch'][('env_id',)].tolist())) == [4, 5]
+    worker.close()
+    main, create = _cfg(tmp_path / 'envpool')
+    main.policy.model.obs_shape = 3
+    create.env.type, create.env_manager.type = 'pendulum', 'envpool'
+    policy = serial_pipeline((main, create), seed=0, max_train_iter=10)
+    assert policy.memory and (tmp_path / 'envpool' / 'rnn' / 'log' / 'evaluator.csv').is_file()
