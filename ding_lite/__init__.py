@@ -11,7 +11,7 @@ __version__ = '0.1.0'
 
 _LAZY = {
     'ding_lite.registry': ('Registry', 'POLICY_REGISTRY', 'MODEL_REGISTRY', 'ENV_REGISTRY', 'ENV_MANAGER_REGISTRY',
-                           'BUFFER_REGISTRY', 'WRAPPER_REGISTRY'),
+                           'BUFFER_REGISTRY', 'WRAPPER_REGISTRY', 'REWARD_MODEL_REGISTRY'),
     'ding_lite.config': ('compile_config', 'read_config', 'save_config', 'ConfigError'),
     'ding_lite.model': ('model_wrap', 'register_wrapper', 'ContinuousQAC', 'DiscreteQAC'),
     'ding_lite.data': ('default_collate', 'default_decollate', 'ReplayBuffer', 'PrioritizedReplayBuffer'),

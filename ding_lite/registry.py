@@ -185,6 +185,7 @@ WRAPPER_REGISTRY = Registry('wrapper', 'ding_lite.model')
 SERIAL_COLLECTOR_REGISTRY = Registry('serial_collector', 'ding_lite.worker')
 SERIAL_EVALUATOR_REGISTRY = Registry('serial_evaluator', 'ding_lite.worker')
 LEARNER_REGISTRY = Registry('learner', 'ding_lite.worker')
+REWARD_MODEL_REGISTRY = Registry('reward_model', 'ding_lite.reward_model')  # policy.reward_signals' models
 
 __all__ = [
     'Registry', 'POLICY_REGISTRY', 'MODEL_REGISTRY', 'ENV_REGISTRY', 'ENV_MANAGER_REGISTRY', 'BUFFER_REGISTRY',

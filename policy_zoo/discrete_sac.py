@@ -27,6 +27,7 @@ class DiscreteSACPolicy(SACPolicy):
     action_space_type: ClassVar[str] = 'discrete'
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
+    signal_heads = False  # reward_signals are refused: its critics' [E, B, A] have no head per signal yet
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(

@@ -19,7 +19,7 @@ class REDQPolicy(SACPolicy):
     steps (``policy_delay``), as the reference code does with G updates per env step (``update_per_collect`` = G x
     ``collect.n_sample``).
     """
-    recurrent = False  # model.rnn is refused: this update is not written for sequences
+    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
 
     config = dict(
         type='redq',                         # the registered policy name

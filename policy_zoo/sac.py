@@ -18,6 +18,7 @@ from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
+from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
@@ -109,12 +110,15 @@ class SACPolicy(Policy):
     target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
     value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
     recurrent: ClassVar[bool] = True       # learns from a recurrent model's sequences (model.rnn)
+    signal_heads: ClassVar[bool] = True    # learns a critic head per reward signal (policy.reward_signals)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
         burnin_step=0,                        # steps before each sequence that only advance the state (model.rnn)
         save_prev_state=True,                 # sequences start from the state stored at their first step; False: zero
         memory=None,                          # ML-Agents' network_settings.memory: dict(memory_size, sequence_length)
+        reward_signals=None,                  # ML-Agents': dict(extrinsic=dict(strength, gamma), rnd=dict(...)), each
+                                              # signal a critic head; None: the env's reward alone
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
         ),
@@ -156,6 +160,7 @@ class SACPolicy(Policy):
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
         cls._check_memory(cfg)
+        cls._check_reward_signals(cfg)
         delay = cfg.learn.policy_delay
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
@@ -194,6 +199,23 @@ class SACPolicy(Policy):
         cfg.other.replay_buffer.update(sequence_length=unroll, burnin_step=burnin)
 
     @classmethod
+    def _check_reward_signals(cls, cfg: EasyDict) -> None:
+        """Each reward signal known and its keys its own; the critics get one head per signal; the extrinsic gamma
+        defaults to ``learn.discount_factor``."""
+        signals = cfg.get('reward_signals')
+        if not signals:
+            return
+        if not cls.signal_heads or cfg.model.get('rnn'):
+            what = 'a recurrent model (model.rnn)' if cls.signal_heads else f"policy {cfg.type!r}"
+            raise ConfigError(f"policy.reward_signals: {what} does not learn from reward signals yet; use policy "
+                              f"'sac' without model.rnn, or leave reward_signals None")
+        if 'extrinsic' in signals and 'gamma' not in (signals.extrinsic or {}):
+            signals.extrinsic = EasyDict({**(signals.extrinsic or {}), 'gamma': cfg.learn.discount_factor})
+        for name in signals:
+            signal_config(name, signals[name])
+        cfg.model.reward_heads = len(signals)
+
+    @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
         """``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
         init_w = (cfg.get('learn') or {}).get('init_w')
@@ -224,6 +246,10 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
+        obs = self._cfg.model.get('obs_shape')
+        self._signals = RewardSignals(self._cfg.reward_signals, obs if isinstance(obs, int) else math.prod(obs),
+                                      self._model.action_size, self._device) \
+            if self._cfg.get('reward_signals') else None
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
@@ -270,7 +296,11 @@ class SACPolicy(Policy):
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
-        stats = self._update(batch)
+        signal_stats = {}
+        if self._signals is not None:  # rewarded now, by the models as they are: [B, K], one column per signal
+            batch.reward = self._signals.rewards(batch)
+            signal_stats = self._signals.train_step(batch)
+        stats = self._update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
         return stats
@@ -288,7 +318,12 @@ class SACPolicy(Policy):
             self._actor_stats = self._actor_step(batch.obs)
         self._learn_steps += 1
         sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
-        stats = self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
+        stats = {}
+        if self._signals is not None:  # [E, B, K]: each signal's reward and value, then the means over signals
+            stats = {f'reward_signal/{name}/{key}': value[..., k].mean() for k, name in enumerate(self._signals.names)
+                     for key, value in (('reward', batch.reward), ('value', q.detach()))}
+            td, q, target_q = td.abs().mean(-1), q.mean(-1), target_q.mean(-1)
+        stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
         if self._target_model is not None:
             self._target_model.update(self._critic_params)
@@ -320,7 +355,8 @@ class SACPolicy(Policy):
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         td, q, target_q = self._critic_td(batch)
-        return (batch.weight * td.pow(2)).mean(-1).sum(), td, q, target_q
+        squared = td.pow(2) if self._signals is None else td.pow(2).mean(-1)  # signals: the mean of their losses
+        return (batch.weight * squared).mean(-1).sum(), td, q, target_q
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
         """``(td, q, target_q)``: soft Bellman error of every critic against the clipped double-Q target."""
@@ -334,7 +370,12 @@ class SACPolicy(Policy):
         return self._bootstrap(batch, self._soft_target_v(batch.next_obs))
 
     def _bootstrap(self, batch: Batch, v: Tensor) -> Tensor:
-        """``r + gamma (1 - done) v``: ``[B]``, or ``[B, K]`` where the soft value ``v`` has K atoms."""
+        """``r + gamma (1 - done) v``: ``[B]``, or ``[B, K]`` where the soft value ``v`` has K atoms; with reward
+        signals ``[B, K]``, each its own reward and gamma, done ignored where the signal's value bootstraps through
+        episode ends."""
+        if self._signals is not None:
+            signals = self._signals
+            return batch.reward + signals.gamma * (1 - batch.done[:, None] * signals.use_done) * v
         reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
         return reward + self._gamma * (1 - done) * v
 
@@ -343,7 +384,8 @@ class SACPolicy(Policy):
 
     def _soft_target_v(self, next_obs: Tensor) -> Tensor:
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
-        return self._critic(next_obs, action, target=True).min(0).values - self._alpha.value * log_prob
+        q_min = self._critic(next_obs, action, target=True).min(0).values   # [B], or [B, K] with reward signals
+        return q_min - self._alpha.value * (log_prob if q_min.dim() == 1 else log_prob[:, None])
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         mu, sigma = self._actor(obs)
@@ -352,7 +394,8 @@ class SACPolicy(Policy):
         return row_mean(self._alpha.value * log_prob - self._actor_q(obs, action), obs), -log_prob.detach(), stats
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
-        return self._critic(obs, action).min(0).values
+        q_min = self._critic(obs, action).min(0).values
+        return q_min if self._signals is None else q_min.mean(-1)  # ML-Agents: the mean over the signals' values
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
         """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
@@ -366,7 +409,8 @@ class SACPolicy(Policy):
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
         names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
-        return names + (['alpha_loss'] if self._alpha.learned else [])
+        signals = self._signals.stat_names() if self._signals is not None else []
+        return names + (['alpha_loss'] if self._alpha.learned else []) + signals
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 
@@ -377,6 +421,7 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
+                **({'reward_signals': self._signals.state_dict()} if self._signals is not None else {}),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
@@ -386,6 +431,8 @@ class SACPolicy(Policy):
         load_optimizer(self._optimizer_q, state['optimizer_q'])
         load_optimizer(self._optimizer_policy, state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
+        if self._signals is not None:
+            self._signals.load_state_dict(state['reward_signals'])
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None

@@ -13,7 +13,7 @@ from .sac import SACPolicy
 @POLICY_REGISTRY.register('sqil_sac')
 class SQILSACPolicy(SACPolicy):
     """SAC on batches whose first half is agent data and second half demonstrations (built by the pipeline)."""
-    recurrent = False  # model.rnn is refused: this update is not written for sequences
+    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
 
     config = dict(
         type='sqil_sac',                     # the registered policy name

@@ -103,7 +103,8 @@ class ContinuousQAC(_QAC):
 
     ``compute_actor`` returns ``{'logit': [mu, sigma]}``; ``compute_critic`` takes ``{'obs', 'action'}`` and
     returns ``{'q_value'}`` of shape ``[E, B]`` for an ensemble (twin critics: E = 2, one batched module), else
-    ``[B]``; with ``n_quantiles > 1`` each critic gives that many quantiles: ``[E, B, n_quantiles]``.
+    ``[B]``; with ``n_quantiles > 1`` each critic gives that many quantiles: ``[E, B, n_quantiles]``, and with
+    ``reward_heads > 1`` one value per reward signal: ``[E, B, reward_heads]``.
     """
 
     def __init__(
@@ -132,6 +133,7 @@ class ContinuousQAC(_QAC):
                                                   # dict(momentum=0.01, warmup_steps=100000), as BatchRenorm's
             rnn: dict | None = None,              # dict(type='lstm'|'gru', hidden_size=64, num_layers=1,
                                                   # prev_action=False, prev_reward=False): recurrent encoders
+            reward_heads: int = 1,                # values per critic: one per reward signal (policy.reward_signals)
     ) -> None:
         super().__init__()
         if action_space != 'reparameterization':
@@ -139,6 +141,9 @@ class ContinuousQAC(_QAC):
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
         self.n_critics, self.n_quantiles = n_critics or (2 if twin_critic else 1), n_quantiles
+        if reward_heads > 1 and n_quantiles > 1:
+            raise ValueError("reward_heads > 1 (reward signals) and n_quantiles > 1 (TQC) cannot be combined")
+        self.reward_heads = reward_heads
         actor_rnn, critic_rnn = self._memory_encoders(rnn, obs_shape, encoder_hidden_size_list, False)
         feature, actor_encoder, critic_encoder = self._encoders(
             obs_shape, encoder_hidden_size_list, share_encoder, activation,
@@ -150,7 +155,8 @@ class ContinuousQAC(_QAC):
             ReparameterizationHead(actor_head_hidden_size, self.action_size, log_sigma_min, log_sigma_max),
         )
         ensemble = ensemble_mlp(self.n_critics, feature + self.action_size, critic_head_hidden_size,
-                                critic_head_layer_num, n_quantiles, activation, dropout, layer_norm, batch_renorm)
+                                critic_head_layer_num, max(n_quantiles, reward_heads), activation, dropout, layer_norm,
+                                batch_renorm)
         self.critic = RecurrentCritic(critic_rnn, ensemble, actor_rnn.state_size) if critic_rnn else \
             EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
         if value_network:
@@ -177,7 +183,8 @@ class ContinuousQAC(_QAC):
             action = action.unsqueeze(-1)
         q = self.critic(obs, action) if isinstance(self.critic, (EncodedCritic, RecurrentCritic)) else \
             self.critic(torch.cat([obs, action], dim=-1))
-        return {'q_value': self._q_out(q.squeeze(-1) if self.n_quantiles == 1 else q)}  # [E, B(, n_quantiles)]
+        single = self.n_quantiles == 1 and self.reward_heads == 1
+        return {'q_value': self._q_out(q.squeeze(-1) if single else q)}  # [E, B(, n_quantiles or reward_heads)]
 
 
 @MODEL_REGISTRY.register('discrete_qac')

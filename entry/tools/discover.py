@@ -8,12 +8,12 @@ from typing import Any
 
 from ding_lite.config import ParallelSection, policy_default_config, read_config
 from ding_lite.registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY, \
-    WRAPPER_REGISTRY, Registry, did_you_mean
+    REWARD_MODEL_REGISTRY, WRAPPER_REGISTRY, Registry, did_you_mean
 from ding_lite.utils.default_config import config_docs
 
 KINDS: dict[str, Registry] = {'policies': POLICY_REGISTRY, 'models': MODEL_REGISTRY, 'envs': ENV_REGISTRY,
                               'env_managers': ENV_MANAGER_REGISTRY, 'buffers': BUFFER_REGISTRY,
-                              'wrappers': WRAPPER_REGISTRY}
+                              'wrappers': WRAPPER_REGISTRY, 'reward_models': REWARD_MODEL_REGISTRY}
 # what `ding_lite config NAME` looks NAME up in, in this order: (kind, the config section it fills)
 CONFIG_KINDS = {'policy': 'policy', 'env': 'env', 'env_manager': 'env.manager', 'buffer': 'policy.other.replay_buffer',
                 'model': 'policy.model'}

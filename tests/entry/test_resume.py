@@ -24,7 +24,8 @@ from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict, EasyDict]:
     """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode.
     ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
-    iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences."""
+    iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences, 'rnd' SAC with an RND
+    reward signal."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
@@ -34,6 +35,9 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
         main_cfg.policy.model.batch_renorm = dict(warmup_steps=30)
     if policy == 'redq':
         main_cfg.policy.learn.policy_delay = 3
+    if policy == 'rnd':  # the reward model's nets and optimizer in the resume point
+        main_cfg.policy.reward_signals = dict(extrinsic=dict(strength=1.0), rnd=dict(strength=0.1, encoding_size=8))
+        policy = 'sac'
     if policy == 'recurrent':  # states, previous actions and sequence links in the resume point
         main_cfg.policy.model.rnn = dict(type='lstm', hidden_size=8, prev_action=True, prev_reward=True)
         main_cfg.policy.collect.unroll_len, main_cfg.policy.burnin_step = 3, 1
@@ -67,7 +71,7 @@ def _crash_at(monkeypatch, call: int) -> None:
 
 
 @pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
-                                             ('base', 'redq'), ('base', 'recurrent')])
+                                             ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
     straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:

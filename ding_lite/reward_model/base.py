@@ -1,0 +1,39 @@
+"""The reward model contract: a reward per transition of a batch, and a step of its own training."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from easydict import EasyDict
+from torch import Tensor, nn
+
+from ..utils.default_config import class_default_config
+
+
+class RewardModel(nn.Module):
+    """A registered reward model (``@REWARD_MODEL_REGISTRY.register(name)``): ``reward(batch) -> [B]`` for a learn
+    batch (``obs``, ``action``, ``next_obs``, ``done``), without gradient, and ``train_step(batch) -> {stat: 0-d
+    tensor}``, one step of its own optimizer. Its ``state_dict`` holds its nets; ``optimizer`` is saved beside it.
+    ``ignore_done``: its value bootstraps through episode ends (ML-Agents' curiosity and RND)."""
+
+    ignore_done: ClassVar[bool] = False
+    config = dict(
+        strength=1.0,          # the reward's weight in the sum the actor maximises
+        gamma=0.99,            # its value's discount
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return class_default_config(cls)
+
+    def __init__(self, cfg: dict, obs_size: int, action_size: int) -> None:
+        super().__init__()
+        self.cfg = EasyDict(cfg)
+        self.obs_size, self.action_size = obs_size, action_size
+        self.optimizer: torch.optim.Optimizer | None = None  # set by the subclass once its nets exist
+
+    def reward(self, batch: Any) -> Tensor:
+        raise NotImplementedError
+
+    def train_step(self, batch: Any) -> dict[str, Tensor]:
+        raise NotImplementedError

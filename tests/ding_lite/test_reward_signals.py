@@ -1,0 +1,84 @@
+"""Reward signals (issue 39): RND's reward and training, a critic head per signal with its own strength, gamma and
+use of done, and the checks of the config."""
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+import torch
+from easydict import EasyDict
+
+from ding_lite.config import compile_config
+from ding_lite.reward_model import RNDRewardModel
+from ding_lite.utils.default_config import ConfigError
+from policy_zoo import create_policy
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
+
+
+def test_rnd_reward_is_the_squared_error_and_only_the_predictor_learns():
+    torch.manual_seed(0)
+    rnd = RNDRewardModel(dict(RNDRewardModel.default_config(), encoding_size=4), obs_size=3, action_size=1)
+    batch = SimpleNamespace(next_obs=torch.randn(16, 3))
+    by_hand = (rnd.predictor(batch.next_obs) - rnd.target(batch.next_obs)).pow(2).sum(-1)
+    reward = rnd.reward(batch)
+    assert torch.allclose(reward, by_hand.detach()) and not reward.requires_grad
+    target = [p.clone() for p in rnd.target.parameters()]
+    rnd.optimizer = torch.optim.Adam(rnd.predictor.parameters(), lr=1e-2)
+    for _ in range(100):
+        rnd.train_step(batch)
+    assert all(torch.equal(a, b) for a, b in zip(target, rnd.target.parameters()))
+    assert all(p.grad is None for p in rnd.target.parameters())
+    assert rnd.reward(batch).mean() < 0.1 * reward.mean()  # a state seen often is no longer novel
+
+
+def _policy(tmp_path, **signals):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'signals')
+    main.policy.reward_signals = signals
+    cfg = compile_config(main, EasyDict(copy.deepcopy(TINY_CREATE)), save_cfg=False)
+    torch.manual_seed(0)
+    return create_policy(cfg.policy)
+
+
+def test_each_signal_has_its_own_target_strength_gamma_and_use_of_done(tmp_path):
+    """Strengths (1, 0.01), gammas (0.99, 0.9), done=1: the extrinsic target is r, RND's r + 0.9 V (done ignored)."""
+    policy = _policy(tmp_path, extrinsic=dict(strength=1.0, gamma=0.99), rnd=dict(strength=0.01, gamma=0.9))
+    batch = policy._preprocess_learn(dict(obs=torch.randn(6, 3), next_obs=torch.randn(6, 3),
+                                          action=torch.rand(6, 1) * 2 - 1, reward=torch.randn(6),
+                                          done=torch.ones(6, dtype=torch.bool)))
+    extrinsic = batch.reward.clone()
+    batch.reward = policy._signals.rewards(batch)
+    rnd = policy._signals.models['rnd'].reward(batch)
+    assert torch.allclose(batch.reward, torch.stack([extrinsic, 0.01 * rnd], -1))
+    torch.manual_seed(3)
+    target = policy._td_target(batch)
+    torch.manual_seed(3)
+    v = policy._soft_target_v(batch.next_obs)  # [B, 2]: each head's soft value at s'
+    assert torch.allclose(target[:, 0], extrinsic)
+    assert torch.allclose(target[:, 1], 0.01 * rnd + 0.9 * v[:, 1])
+    q = policy._critic(batch.obs, batch.action)
+    assert q.shape == (2, 6, 2)  # twin critics, a head per signal
+    action_q = policy._actor_q(batch.obs, batch.action)
+    assert torch.allclose(action_q, q.min(0).values.mean(-1))  # the actor maximises the mean over the heads
+
+
+def test_a_run_with_rnd_logs_each_signal_and_checks_its_config(tmp_path):
+    from entry import serial_pipeline
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'run')
+    main.policy.reward_signals = dict(extrinsic=dict(), rnd=dict(encoding_size=8))
+    policy = serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=12)
+    assert policy._signals.gamma.tolist() == pytest.approx([0.99, 0.99])  # extrinsic's from learn.discount_factor
+    log = (tmp_path / 'run' / 'log' / 'learner.txt').read_text()
+    assert all(f'reward_signal/{name}' in log for name in ('extrinsic/reward', 'rnd/value', 'rnd/loss'))
+    for signals, match in ((dict(curiosity_x=dict()), 'no such reward signal'),
+                           (dict(rnd=dict(encoding=8)), "has no key 'encoding'")):
+        main.policy.reward_signals = signals
+        with pytest.raises(ConfigError, match=match):
+            compile_config(main, EasyDict(copy.deepcopy(TINY_CREATE)), save_cfg=False)
+    main.policy.reward_signals = dict(rnd=dict())
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.policy.type = 'tqc'
+    with pytest.raises(ConfigError, match="does not learn from reward signals"):
+        compile_config(main, create, save_cfg=False)
