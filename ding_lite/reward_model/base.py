@@ -10,6 +10,11 @@ from torch import Tensor, nn
 from ..utils.default_config import class_default_config
 
 
+def encoder(in_size: int, size: int) -> nn.Sequential:
+    """The reward models' state encoder: two SiLU layers of ``size`` (ML-Agents' network body, unnormalised)."""
+    return nn.Sequential(nn.Linear(in_size, size), nn.SiLU(), nn.Linear(size, size), nn.SiLU())
+
+
 class RewardModel(nn.Module):
     """A registered reward model (``@REWARD_MODEL_REGISTRY.register(name)``): ``reward(batch) -> [B]`` for a learn
     batch (``obs``, ``action``, ``next_obs``, ``done``), without gradient, and ``train_step(batch) -> {stat: 0-d
@@ -17,6 +22,7 @@ class RewardModel(nn.Module):
     ``ignore_done``: its value bootstraps through episode ends (ML-Agents' curiosity and RND)."""
 
     ignore_done: ClassVar[bool] = False
+    stat_keys: ClassVar[tuple[str, ...]] = ('loss',)  # what train_step returns, logged as reward_signal/<name>/<key>
     config = dict(
         strength=1.0,          # the reward's weight in the sum the actor maximises
         gamma=0.99,            # its value's discount
@@ -31,6 +37,10 @@ class RewardModel(nn.Module):
         self.cfg = EasyDict(cfg)
         self.obs_size, self.action_size = obs_size, action_size
         self.optimizer: torch.optim.Optimizer | None = None  # set by the subclass once its nets exist
+
+    @classmethod
+    def check_config(cls, cfg: dict) -> None:
+        """A ``ConfigError`` for settings this model cannot work with, at compile time (before anything runs)."""
 
     def reward(self, batch: Any) -> Tensor:
         raise NotImplementedError

@@ -1,5 +1,7 @@
 """Random Network Distillation (arXiv:1810.12894): the reward is how badly a trained predictor matches a fixed random
-network on the next observation, high where the agent has rarely been."""
+network on the next observation, high where the agent has rarely been. As the paper, both read the observation
+normalised by running statistics and clipped to [-5, 5]: a dimension of small scale (MountainCar's velocity) counts
+as much as any other."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -7,6 +9,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from ..model.obs_norm import RunningObsNorm
 from ..registry import REWARD_MODEL_REGISTRY
 from ..rl_utils import make_adam
 from .base import RewardModel
@@ -19,8 +22,9 @@ def _net(obs_size: int, encoding_size: int) -> nn.Sequential:
 
 @REWARD_MODEL_REGISTRY.register('rnd')
 class RNDRewardModel(RewardModel):
-    """ML-Agents' RND: ``reward = sum((predictor(s') - target(s'))**2)`` over the encoding; the target is never
-    trained; the predictor's loss is the batch mean of the reward."""
+    """ML-Agents' RND: ``reward = sum((predictor(s') - target(s'))**2)`` over the encoding of the normalised ``s'``;
+    the target is never trained; the predictor's loss is the batch mean of the reward, and each training batch
+    updates the normalisation."""
 
     ignore_done: ClassVar[bool] = True
     config = dict(
@@ -34,10 +38,11 @@ class RNDRewardModel(RewardModel):
         super().__init__(cfg, obs_size, action_size)
         self.predictor = _net(obs_size, self.cfg.encoding_size)
         self.target = _net(obs_size, self.cfg.encoding_size).requires_grad_(False)
+        self.obs_norm = RunningObsNorm(obs_size, clip=5.0)
         self.optimizer = make_adam(self.predictor.parameters(), self.cfg.learning_rate, (0.9, 0.999))
 
     def _error(self, batch: Any) -> Tensor:
-        obs = batch.next_obs.flatten(1).float()
+        obs = self.obs_norm(batch.next_obs.flatten(1).float())
         return (self.predictor(obs) - self.target(obs)).pow(2).sum(-1)
 
     @torch.no_grad()
@@ -45,6 +50,7 @@ class RNDRewardModel(RewardModel):
         return self._error(batch)
 
     def train_step(self, batch: Any) -> dict[str, Tensor]:
+        self.obs_norm.update(batch.next_obs.flatten(1))
         loss = self._error(batch).mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

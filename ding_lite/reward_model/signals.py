@@ -28,7 +28,10 @@ def signal_config(name: str, cfg: dict | None) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"policy.reward_signals.{name} has no key {', '.join(map(repr, unknown))}; its keys: "
                           f"{', '.join(sorted(defaults))}")
-    return {**defaults, **(cfg or {})}
+    settings = {**defaults, **(cfg or {})}
+    if name != 'extrinsic':
+        REWARD_MODEL_REGISTRY.get(name).check_config(settings)
+    return settings
 
 
 class RewardSignals:
@@ -61,7 +64,7 @@ class RewardSignals:
 
     def stat_names(self) -> list[str]:
         return [f'reward_signal/{name}/{key}' for name in self.names
-                for key in ('reward', 'value', *(['loss'] if name in self.models else []))]
+                for key in ('reward', 'value', *(self.models[name].stat_keys if name in self.models else ()))]
 
     def state_dict(self) -> dict[str, Any]:
         return {name: {'model': model.state_dict(), 'optimizer': copy.deepcopy(model.optimizer.state_dict())}

@@ -19,10 +19,12 @@ from tests.conftest import TINY_CREATE, TINY_PENDULUM
 def test_rnd_reward_is_the_squared_error_and_only_the_predictor_learns():
     torch.manual_seed(0)
     rnd = RNDRewardModel(dict(RNDRewardModel.default_config(), encoding_size=4), obs_size=3, action_size=1)
-    batch = SimpleNamespace(next_obs=torch.randn(16, 3))
-    by_hand = (rnd.predictor(batch.next_obs) - rnd.target(batch.next_obs)).pow(2).sum(-1)
+    batch = SimpleNamespace(next_obs=torch.randn(16, 3) * torch.tensor([1.0, 0.01, 100.0]))
+    rnd.obs_norm.update(batch.next_obs)
+    normalised = ((batch.next_obs - batch.next_obs.mean(0)) / batch.next_obs.std(0, unbiased=False)).clamp(-5, 5)
+    by_hand = (rnd.predictor(normalised) - rnd.target(normalised)).pow(2).sum(-1)
     reward = rnd.reward(batch)
-    assert torch.allclose(reward, by_hand.detach()) and not reward.requires_grad
+    assert torch.allclose(reward, by_hand.detach(), atol=1e-5) and not reward.requires_grad
     target = [p.clone() for p in rnd.target.parameters()]
     rnd.optimizer = torch.optim.Adam(rnd.predictor.parameters(), lr=1e-2)
     for _ in range(100):
@@ -82,3 +84,38 @@ def test_a_run_with_rnd_logs_each_signal_and_checks_its_config(tmp_path):
     create.policy.type = 'tqc'
     with pytest.raises(ConfigError, match="does not learn from reward signals"):
         compile_config(main, create, save_cfg=False)
+
+
+def test_curiosity_rewards_nothing_untrained_and_clips_as_ml_agents():
+    from ding_lite.reward_model import CuriosityRewardModel
+    torch.manual_seed(0)
+    model = CuriosityRewardModel(dict(CuriosityRewardModel.default_config(), strength=4.0), obs_size=3, action_size=2)
+    batch = SimpleNamespace(obs=torch.randn(32, 3), next_obs=100 * torch.randn(32, 3), action=torch.rand(32, 2))
+    assert torch.equal(model.reward(batch), torch.zeros(32))  # ML-Agents: zero until the first update
+    stats = model.train_step(batch)
+    assert set(stats) == {'forward_loss', 'inverse_loss'}
+    reward = model.reward(batch)
+    state, next_state, action = model._encode(batch)
+    error = model._forward_error(state, next_state, action).detach()
+    assert torch.equal(reward, error.clamp(max=0.25)) and (error > 0.25).any()  # at most 1 / strength
+
+
+def test_gail_rewards_are_positive_and_the_expert_is_rewarded_more_after_training(tmp_path):
+    from ding_lite.data import save_demo
+    from ding_lite.reward_model import GAILRewardModel
+    torch.manual_seed(0)
+    expert = dict(obs=torch.randn(200, 3) + 2.0, action=torch.rand(200, 1), reward=torch.zeros(200),
+                  next_obs=torch.randn(200, 3), done=torch.zeros(200, dtype=torch.bool))
+    save_demo(str(tmp_path / 'demo.pt'), expert, env_id='Pendulum-v1')
+    for vail in (False, True):
+        cfg = dict(GAILRewardModel.default_config(), demo_path=str(tmp_path / 'demo.pt'), use_actions=True,
+                   use_vail=vail)
+        model = GAILRewardModel(cfg, obs_size=3, action_size=1)
+        policy = SimpleNamespace(obs=torch.randn(64, 3) - 2.0, action=torch.rand(64, 1), done=torch.zeros(64))
+        for _ in range(30):
+            model.train_step(policy)
+        as_expert = SimpleNamespace(obs=expert['obs'][:64], action=expert['action'][:64], done=torch.zeros(64))
+        assert (model.reward(policy) >= 0).all()
+        assert model.reward(as_expert).mean() > model.reward(policy).mean()
+    with pytest.raises(ConfigError, match='GAIL needs a demonstration file'):
+        GAILRewardModel.check_config(dict(GAILRewardModel.default_config(), demo_path=str(tmp_path / 'missing.pt')))
