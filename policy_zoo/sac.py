@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import os
 import warnings
 from typing import Any, ClassVar, Iterable, Iterator
 
@@ -17,6 +18,7 @@ from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils.cloning import BehaviouralCloning
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.utils import compile_or_eager
@@ -119,6 +121,8 @@ class SACPolicy(Policy):
         memory=None,                          # ML-Agents' network_settings.memory: dict(memory_size, sequence_length)
         reward_signals=None,                  # ML-Agents': dict(extrinsic=dict(strength, gamma), rnd=dict(...)), each
                                               # signal a critic head; None: the env's reward alone
+        behavioral_cloning=None,              # ML-Agents': dict(demo_path, strength, steps, batch_size): the actor's
+                                              # loss gains a cloning term whose weight falls to 0 over steps (learn)
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
         ),
@@ -203,6 +207,16 @@ class SACPolicy(Policy):
         """Each reward signal known and its keys its own; the critics get one head per signal; the extrinsic gamma
         defaults to ``learn.discount_factor``."""
         signals = cfg.get('reward_signals')
+        if (signals or cfg.get('behavioral_cloning')) and isinstance(cfg.model.get('obs_shape'), dict):
+            raise ConfigError("policy.reward_signals and policy.behavioral_cloning read vector observations; this "
+                              "model's are a Dict (images beside vectors)")
+        cloning = cfg.get('behavioral_cloning')
+        if cloning and (cfg.model.get('rnn') or cfg.learn.cuda_graph):
+            raise ConfigError("policy.behavioral_cloning: not with a recurrent model (model.rnn) or "
+                              "learn.cuda_graph=True yet; leave it None or turn those off")
+        if cloning and not os.path.isfile(str(cloning.get('demo_path'))):
+            raise ConfigError(f"policy.behavioral_cloning.demo_path={cloning.get('demo_path')!r}: no such file; give a "
+                              f"file written by ding_lite -m collect_demo")
         if not signals:
             return
         if not cls.signal_heads or cfg.model.get('rnn'):
@@ -246,10 +260,7 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
-        obs = self._cfg.model.get('obs_shape')
-        self._signals = RewardSignals(self._cfg.reward_signals, obs if isinstance(obs, int) else math.prod(obs),
-                                      self._model.action_size, self._device) \
-            if self._cfg.get('reward_signals') else None
+        self._bc, self._signals = self._cloning_and_signals()
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
@@ -261,6 +272,19 @@ class SACPolicy(Policy):
             self._actor_loss = compile_or_eager(self._actor_loss, what)
         if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
             self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
+
+    def _cloning_and_signals(self) -> tuple[BehaviouralCloning | None, RewardSignals | None]:
+        """``policy.behavioral_cloning``'s demonstrations and ``policy.reward_signals``' models, where set."""
+        cfg = self._cfg
+        if not (cfg.get('behavioral_cloning') or cfg.get('reward_signals')):
+            return None, None
+        obs = cfg.model.get('obs_shape')
+        size = obs if isinstance(obs, int) else math.prod(obs)
+        bc = BehaviouralCloning(cfg.behavioral_cloning, size, self.action_space_type == 'discrete',
+                                cfg.learn.batch_size, self._device) if cfg.get('behavioral_cloning') else None
+        signals = RewardSignals(cfg.reward_signals, size, self._model.action_size, self._device) \
+            if cfg.get('reward_signals') else None
+        return bc, signals
 
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size
@@ -336,9 +360,14 @@ class SACPolicy(Policy):
             policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, obs)
         if isinstance(obs, Memory):  # a sequence's rows weigh as its loss steps do (its means are theirs)
             entropy = entropy * obs.weight
+        cloning = {}
+        if self._bc is not None:  # ML-Agents' cloning term, on its own batch of demonstrations
+            weighted, cloning['bc_loss'] = self._bc.loss(lambda o: self._actor(self._normalize_obs(o)),
+                                                         self._learn_steps)
+            policy_loss = policy_loss + weighted
         stats = {'policy_loss': policy_loss, 'entropy': entropy.mean(-1),  # [B] ([S, B] with a seed axis)
                  'grad_norm_actor': self._optimizer_step(self._optimizer_policy, policy_loss),
-                 **(actor_stats[0] if actor_stats else {})}
+                 **(actor_stats[0] if actor_stats else {}), **cloning}
         if self._alpha.learned:
             stats['alpha_loss'] = self._alpha.update(entropy)
         return stats
@@ -409,7 +438,8 @@ class SACPolicy(Policy):
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
         names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
-        signals = self._signals.stat_names() if self._signals is not None else []
+        signals = (self._signals.stat_names() if self._signals is not None else []) + \
+            (['bc_loss'] if self._bc is not None else [])
         return names + (['alpha_loss'] if self._alpha.learned else []) + signals
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold

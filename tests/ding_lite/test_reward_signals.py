@@ -119,3 +119,40 @@ def test_gail_rewards_are_positive_and_the_expert_is_rewarded_more_after_trainin
         assert model.reward(as_expert).mean() > model.reward(policy).mean()
     with pytest.raises(ConfigError, match='GAIL needs a demonstration file'):
         GAILRewardModel.check_config(dict(GAILRewardModel.default_config(), demo_path=str(tmp_path / 'missing.pt')))
+
+
+def test_behavioural_cloning_loss_by_hand_and_its_weight_halves_at_half_its_steps(tmp_path):
+    from ding_lite.data import save_demo
+    from ding_lite.rl_utils.cloning import BehaviouralCloning
+    from ding_lite.rl_utils import tanh_gaussian_sample
+    torch.manual_seed(0)
+    demo = dict(obs=torch.randn(50, 3), action=torch.rand(50, 1) * 2 - 1, reward=torch.zeros(50),
+                next_obs=torch.randn(50, 3), done=torch.zeros(50, dtype=torch.bool))
+    save_demo(str(tmp_path / 'demo.pt'), demo, env_id='Pendulum-v1')
+    bc = BehaviouralCloning(dict(demo_path=str(tmp_path / 'demo.pt'), strength=0.5, steps=1000, batch_size=8),
+                            obs_size=3, discrete=False, batch_size=256, device=torch.device('cpu'))
+    assert bc.weight(0) == 0.5 and bc.weight(500) == 0.25 and bc.weight(2000) == 0.0
+    actor = torch.nn.Linear(3, 2)
+    mu_sigma = lambda obs: (actor(obs)[:, :1], actor(obs)[:, 1:].exp())  # noqa: E731
+    torch.manual_seed(1)
+    weighted, loss = bc.loss(mu_sigma, step=500)
+    torch.manual_seed(1)
+    rows = torch.randint(50, (8,))
+    action = tanh_gaussian_sample(*mu_sigma(demo['obs'][rows]))[0]
+    by_hand = (action - demo['action'][rows]).pow(2).mean()
+    assert torch.allclose(loss, by_hand) and torch.allclose(weighted, 0.25 * by_hand) and weighted.requires_grad
+    with pytest.raises(ConfigError, match='demo_path'):
+        BehaviouralCloning(dict(strength=1.0), 3, False, 8, torch.device('cpu'))
+
+
+def test_a_run_with_behavioural_cloning_logs_its_loss(tmp_path):
+    from ding_lite.data import save_demo
+    from entry import serial_pipeline
+    demo = dict(obs=torch.randn(50, 3), action=torch.rand(50, 1) * 2 - 1, reward=torch.zeros(50),
+                next_obs=torch.randn(50, 3), done=torch.zeros(50, dtype=torch.bool))
+    save_demo(str(tmp_path / 'demo.pt'), demo, env_id='Pendulum-v1')
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'bc')
+    main.policy.behavioral_cloning = dict(demo_path=str(tmp_path / 'demo.pt'), strength=1.0, steps=100)
+    serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=12)
+    assert 'bc_loss' in (tmp_path / 'bc' / 'log' / 'learner.txt').read_text()
