@@ -39,6 +39,7 @@ class RNDRewardModel(RewardModel):
         self.predictor = _net(obs_size, self.cfg.encoding_size)
         self.target = _net(obs_size, self.cfg.encoding_size).requires_grad_(False)
         self.obs_norm = RunningObsNorm(obs_size, clip=5.0)
+        self.reward_norm = RunningObsNorm(1)  # the error's running spread: the reward in its units (the paper's)
         self.optimizer = make_adam(self.predictor.parameters(), self.cfg.learning_rate, (0.9, 0.999))
 
     def _error(self, batch: Any) -> Tensor:
@@ -47,11 +48,13 @@ class RNDRewardModel(RewardModel):
 
     @torch.no_grad()
     def reward(self, batch: Any) -> Tensor:
-        return self._error(batch)
+        return self._error(batch) * self.reward_norm.scale
 
     def train_step(self, batch: Any) -> dict[str, Tensor]:
         self.obs_norm.update(batch.next_obs.flatten(1))
-        loss = self._error(batch).mean()
+        error = self._error(batch)
+        self.reward_norm.update(error.detach()[:, None])
+        loss = error.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
