@@ -39,7 +39,7 @@ class RNDRewardModel(RewardModel):
         self.predictor = _net(obs_size, self.cfg.encoding_size)
         self.target = _net(obs_size, self.cfg.encoding_size).requires_grad_(False)
         self.obs_norm = RunningObsNorm(obs_size, clip=5.0)
-        self.reward_norm = RunningObsNorm(1)  # the error's running spread: the reward in its units (the paper's)
+        self.register_buffer('error_scale', torch.ones(()))  # 1 / the recent errors' RMS: the reward in its units
         self.optimizer = make_adam(self.predictor.parameters(), self.cfg.learning_rate, (0.9, 0.999))
 
     def _error(self, batch: Any) -> Tensor:
@@ -48,12 +48,14 @@ class RNDRewardModel(RewardModel):
 
     @torch.no_grad()
     def reward(self, batch: Any) -> Tensor:
-        return self._error(batch) * self.reward_norm.scale
+        return self._error(batch) * self.error_scale
 
     def train_step(self, batch: Any) -> dict[str, Tensor]:
         self.obs_norm.update(batch.next_obs.flatten(1))
         error = self._error(batch)
-        self.reward_norm.update(error.detach()[:, None])
+        with torch.no_grad():  # an exponential average of the squared error over the last ~100 updates
+            mean_square = self.error_scale.pow(-2).lerp(error.pow(2).mean(), 0.01)
+            self.error_scale.copy_(mean_square.rsqrt())
         loss = error.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
