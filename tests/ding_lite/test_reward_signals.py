@@ -82,7 +82,9 @@ def test_a_run_with_rnd_logs_each_signal_and_checks_its_config(tmp_path):
         main.policy.reward_signals = signals
         with pytest.raises(ConfigError, match=match):
             compile_config(main, EasyDict(copy.deepcopy(TINY_CREATE)), save_cfg=False)
-    main.policy.reward_signals = dict(rnd=dict())
+    main.policy.reward_signals = dict(rnd=dict(encoding_size=8))  # one signal, and not the env's reward
+    policy = serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=12)
+    assert policy._critic(torch.zeros(4, 3), torch.zeros(4, 1)).shape == (2, 4, 1)
     create = EasyDict(copy.deepcopy(TINY_CREATE))
     create.policy.type = 'tqc'
     with pytest.raises(ConfigError, match="does not learn from reward signals"):
@@ -159,3 +161,26 @@ def test_a_run_with_behavioural_cloning_logs_its_loss(tmp_path):
     main.policy.behavioral_cloning = dict(demo_path=str(tmp_path / 'demo.pt'), strength=1.0, steps=100)
     serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=12)
     assert 'bc_loss' in (tmp_path / 'bc' / 'log' / 'learner.txt').read_text()
+
+
+@pytest.mark.slow  # about 10 minutes on 2 cores: pytest -m slow
+def test_rnd_takes_sac_to_mountaincars_flag_where_the_env_reward_alone_does_not(tmp_path):
+    """Seeds 0-2 within 20k env steps: SAC + RND reaches the flag (an evaluation of 90) on at least 2, plain SAC with
+    the same settings on at most 1 (measured: RND at 9k / 8k / 8k, plain never)."""
+    import csv
+
+    from ding_lite.config import read_config
+    from entry import serial_pipeline
+    from tests.conftest import ROOT
+
+    def reached(seed: int, rnd: bool) -> bool:
+        main, create = read_config(f'{ROOT}/dizoo_configs/mountaincar_continuous_sac_rnd_config.py')
+        main.exp_name = str(tmp_path / f'{rnd}_{seed}')
+        if not rnd:
+            main.policy.reward_signals = None
+        serial_pipeline((main, create), seed=seed, max_env_step=20_000)
+        rows = csv.DictReader(open(tmp_path / f'{rnd}_{seed}' / 'log' / 'evaluator.csv'))
+        return max(float(row['return_mean']) for row in rows) >= 90
+
+    assert sum(reached(seed, rnd=True) for seed in (0, 1, 2)) >= 2
+    assert sum(reached(seed, rnd=False) for seed in (0, 1, 2)) <= 1

@@ -18,6 +18,11 @@ def _shrunk(name, tmp_path):
     main, create = zoo_config(name, tmp_path / 'run')
     main.env.update(evaluator_env_num=1, n_evaluator_episode=1, env_kwargs=dict(max_episode_steps=60))
     main.policy.random_collect_size = min(main.policy.get('random_collect_size', 0), 100)
+    demos = [signal for signal in (main.policy.get('reward_signals') or {}).values() if 'demo_path' in signal]
+    demos += [main.policy.behavioral_cloning] if main.policy.get('behavioral_cloning') else []
+    for settings in demos:  # GAIL's and cloning's demonstrations: a synthetic file of the env's shapes
+        settings.demo_path = synthetic_demo(tmp_path / 'demo.pt', obs_dim=main.policy.model.obs_shape,
+                                            act_dim=main.policy.model.action_shape)
     return main, create
 
 
