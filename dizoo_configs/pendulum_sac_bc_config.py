@@ -1,10 +1,13 @@
 """SAC on Pendulum with ML-Agents' behavioural cloning beside the env's reward: the actor's loss gains the squared
-error of its action against the project's own expert demonstrations, the weight falling to 0 over 5000 learn steps.
+error of its action against the project's own expert demonstrations, the weight falling to 0 over 5000 learn steps
+(50k env steps here).
 
 The demonstrations as for ``pendulum_sac_gail_config.py`` (``pendulum_expert.pt``, 10k transitions of the seed-0 SAC
 expert).
 
-Expected: not measured yet.
+Expected: -250 at 4k / 5k / 5k env steps (seeds 0-2), against SAC's 32k / 34k / 30k without the demonstrations,
+2-6 s each on 2 CPU cores (``ding_lite -m serial -c dizoo_configs/pendulum_sac_bc_config.py -s N``, run beside
+``pendulum_expert.pt``).
 """
 from easydict import EasyDict
 
@@ -21,7 +24,9 @@ pendulum_sac_bc_config = dict(
         cuda=False,
         priority=False,
         random_collect_size=1000,  # env steps of uniform random actions before learning
-        behavioral_cloning=dict(demo_path='pendulum_expert.pt', strength=1.0, steps=5000),
+        # the term adds to the actor's loss, which is in Q's units (hundreds on Pendulum): 1 barely moves it, 30 halves
+        # the env steps to -250, 300 takes them from 32k to 4k (seed 0)
+        behavioral_cloning=dict(demo_path='pendulum_expert.pt', strength=300.0, steps=5000),
         model=dict(
             obs_shape=3,
             action_shape=1,

@@ -1,7 +1,8 @@
 """SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
-``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences) times
+``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences;
+``rnd``/``curiosity``/``gail``: SAC with that reward signal beside the env's; ``bc``: with behavioural cloning) times
 that variant's step against SAC's instead, interleaved in the same process, at the MuJoCo and Pendulum sizes (its
 cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's train step of the same variant at the same sizes
 joins the rounds as the peer row, where ``sb3_contrib`` is installed (``pip install sb3-contrib``: a benchmark-only
@@ -15,12 +16,14 @@ discrete SAC update.
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 import time
 
 import torch
 
 from ding_lite.config import compile_config
-from ding_lite.data import ReplayBuffer
+from ding_lite.data import ReplayBuffer, save_demo
 from policy_zoo import SACPolicy, create_policy
 from tests.benchmark.bare_sac import BareDiscreteSAC, BareSAC
 
@@ -32,16 +35,17 @@ GPU_CASES = {'mujoco-size (obs 17, act 6, hidden 256, batch 1024)': ('sac', 17, 
 
 
 RNN = dict(unroll=8, burnin=4, hidden=64)  # --policy lstm|gru: sequences of 8 after 4, batch / 8 of them
+SIGNALS = ('rnd', 'curiosity', 'gail', 'bc')  # --policy NAME: SAC with that reward signal beside the env's (or BC)
 
 
 def _policy(kind: str, obs: int, act: int, hidden: int, batch: int, device: str, rnn: str | None = None,
-            **learn: bool) -> SACPolicy:
+            extra: dict | None = None, **learn: bool) -> SACPolicy:
     model = dict(obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden)
     memory = {}
     if rnn:
         model['rnn'] = dict(type=rnn, hidden_size=RNN['hidden'])
         memory = dict(burnin_step=RNN['burnin'], collect=dict(unroll_len=RNN['unroll']))
-    main = dict(exp_name='bench_learn', policy=dict(device=device, model=model, **memory, learn=dict(
+    main = dict(exp_name='bench_learn', policy=dict(device=device, model=model, **memory, **(extra or {}), learn=dict(
         batch_size=batch, learning_rate_q=1e-3, learning_rate_policy=1e-3, **learn)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type=kind)), save_cfg=False)
     return create_policy(cfg.policy, enable_field=['learn'])
@@ -108,9 +112,12 @@ def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str 
         buffer.push({'obs': torch.randn(10000, obs), 'reward': torch.randn(10000), 'next_obs': torch.randn(10000, obs),
                      'action': torch.rand(10000, act) * 2 - 1, 'done': torch.zeros(10000, dtype=torch.bool)})
         steps = {key: (lambda step: lambda: step(buffer.sample(batch)))(_policy(key, *sizes, device).learn_mode.forward)
-                 for key in ('sac', policy) if key not in ('lstm', 'gru')}
+                 for key in ('sac', policy) if key not in ('lstm', 'gru', *SIGNALS)}
         if policy in ('lstm', 'gru'):
             steps[policy] = _recurrent_step(policy, obs, act, hidden, batch, device)
+        if policy in SIGNALS:
+            step = _policy('sac', *sizes, device, extra=_signal(policy, obs, act)).learn_mode.forward
+            steps[policy] = lambda step=step: step(buffer.sample(batch))
         peer = _sb3_contrib_step(policy, obs, act, hidden, batch, device)
         if peer is not None:
             steps['sb3-contrib'] = peer
@@ -127,6 +134,19 @@ def run_variant(policy: str, seconds: float = 1.0, rounds: int = 9, device: str 
         print(line, flush=True)
         results[name] = costs[policy]
     return results
+
+
+def _signal(name: str, obs: int, act: int) -> dict:
+    """The policy config of SAC with reward signal ``name`` beside the env's (``bc``: behavioural cloning), on a
+    synthetic demonstration file where it reads one."""
+    path = os.path.join(tempfile.mkdtemp(), 'demo.pt')
+    demo = {'obs': torch.randn(1000, obs), 'action': torch.rand(1000, act) * 2 - 1, 'reward': torch.zeros(1000),
+            'next_obs': torch.randn(1000, obs), 'done': torch.zeros(1000, dtype=torch.bool)}
+    save_demo(path, demo, env_id='bench')
+    if name == 'bc':
+        return dict(behavioral_cloning=dict(demo_path=path, strength=1.0, steps=10 ** 9))
+    signal = dict(demo_path=path, use_actions=True) if name == 'gail' else {}
+    return dict(reward_signals={'extrinsic': {}, name: signal})
 
 
 def _recurrent_step(rnn: str, obs: int, act: int, hidden: int, batch: int, device: str):
