@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
 import warnings
 from typing import Any, ClassVar, Iterable, Iterator
 
@@ -18,12 +17,11 @@ from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
-from ding_lite.rl_utils.cloning import BehaviouralCloning
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
-from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
+from .sac_options import check_memory, check_signals, cloning_and_signals
 
 
 def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
@@ -74,25 +72,6 @@ def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
     if unused:
         warnings.warn(f"policy.learn.auto_alpha=False keeps alpha fixed at {learn.alpha}: {', '.join(unused)} "
                       f"do nothing; set auto_alpha=True to learn alpha with them", ConfigWarning, stacklevel=4)
-
-
-def _ml_agents_memory(cfg: EasyDict) -> None:
-    """ML-Agents' ``memory=dict(memory_size, sequence_length)`` as ``model.rnn`` (an LSTM whose h and c together are
-    ``memory_size`` wide) and ``collect.unroll_len``."""
-    memory = cfg.get('memory')
-    if not memory:
-        return
-    size, length = memory.get('memory_size', 128), memory.get('sequence_length', 64)
-    unknown = sorted(set(memory) - {'memory_size', 'sequence_length'})
-    valid = isinstance(size, int) and size >= 2 and size % 2 == 0 and isinstance(length, int) and length >= 1
-    if unknown or not valid:
-        raise ConfigError(f"policy.memory={dict(memory)!r}: ML-Agents' keys are memory_size (an even int, the LSTM's "
-                          f"h and c together) and sequence_length (an int >= 1)")
-    if cfg.model.get('rnn') or cfg.collect.unroll_len != 1:
-        raise ConfigError("policy.memory (ML-Agents' names) and policy.model.rnn / policy.collect.unroll_len say the "
-                          "same thing: set one of them")
-    cfg.model.rnn = EasyDict(type='lstm', hidden_size=size // 2)
-    cfg.collect.unroll_len = length
 
 
 @POLICY_REGISTRY.register('sac')
@@ -163,8 +142,8 @@ class SACPolicy(Policy):
     @classmethod
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
-        cls._check_memory(cfg)
-        cls._check_reward_signals(cfg)
+        check_memory(cfg, cls.recurrent)
+        check_signals(cfg, cls.signal_heads)
         delay = cfg.learn.policy_delay
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
@@ -177,57 +156,6 @@ class SACPolicy(Policy):
         if delay > 1 and cfg.learn.cuda_graph:
             raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
                               f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
-
-    @classmethod
-    def _check_memory(cls, cfg: EasyDict) -> None:
-        """Sequences need a recurrent model (``model.rnn``) and a policy that learns from them; the replay buffer
-        samples them (``unroll_len`` steps after ``burnin_step``)."""
-        _ml_agents_memory(cfg)
-        rnn, unroll, burnin = cfg.model.get('rnn'), cfg.collect.unroll_len, cfg.get('burnin_step', 0)
-        if not rnn:
-            if unroll != 1 or burnin or not cfg.get('save_prev_state', True):
-                raise ConfigError(f"policy.collect.unroll_len={unroll}, policy.burnin_step={burnin} and "
-                                  f"policy.save_prev_state={cfg.get('save_prev_state', True)} sample sequences, which "
-                                  f"only a recurrent model learns from: set policy.model.rnn=dict(type='lstm', "
-                                  f"hidden_size=...) or leave them 1, 0 and True")
-            return
-        if not cls.recurrent:
-            raise ConfigError(f"policy.model.rnn: policy {cfg.type!r} does not learn from sequences; use 'sac' or "
-                              f"'discrete_sac', or leave model.rnn unset")
-        if not (isinstance(unroll, int) and unroll >= 1 and isinstance(burnin, int) and burnin >= 0):
-            raise ConfigError(f"policy.collect.unroll_len must be an int >= 1 and policy.burnin_step an int >= 0, "
-                              f"got {unroll!r} and {burnin!r}")
-        if cfg.learn.cuda_graph:
-            raise ConfigError("policy.learn.cuda_graph=True replays a transition update; a recurrent model's "
-                              "sequence update runs eagerly: set cuda_graph=False")
-        cfg.other.replay_buffer.update(sequence_length=unroll, burnin_step=burnin)
-
-    @classmethod
-    def _check_reward_signals(cls, cfg: EasyDict) -> None:
-        """Each reward signal known and its keys its own; the critics get one head per signal; the extrinsic gamma
-        defaults to ``learn.discount_factor``."""
-        signals = cfg.get('reward_signals')
-        if (signals or cfg.get('behavioral_cloning')) and isinstance(cfg.model.get('obs_shape'), dict):
-            raise ConfigError("policy.reward_signals and policy.behavioral_cloning read vector observations; this "
-                              "model's are a Dict (images beside vectors)")
-        cloning = cfg.get('behavioral_cloning')
-        if cloning and (cfg.model.get('rnn') or cfg.learn.cuda_graph):
-            raise ConfigError("policy.behavioral_cloning: not with a recurrent model (model.rnn) or "
-                              "learn.cuda_graph=True yet; leave it None or turn those off")
-        if cloning and not os.path.isfile(str(cloning.get('demo_path'))):
-            raise ConfigError(f"policy.behavioral_cloning.demo_path={cloning.get('demo_path')!r}: no such file; give a "
-                              f"file written by ding_lite -m collect_demo")
-        if not signals:
-            return
-        if not cls.signal_heads or cfg.model.get('rnn'):
-            what = 'a recurrent model (model.rnn)' if cls.signal_heads else f"policy {cfg.type!r}"
-            raise ConfigError(f"policy.reward_signals: {what} does not learn from reward signals yet; use policy "
-                              f"'sac' without model.rnn, or leave reward_signals None")
-        if 'extrinsic' in signals and 'gamma' not in (signals.extrinsic or {}):
-            signals.extrinsic = EasyDict({**(signals.extrinsic or {}), 'gamma': cfg.learn.discount_factor})
-        for name in signals:
-            signal_config(name, signals[name])
-        cfg.model.reward_heads = len(signals)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
@@ -260,7 +188,8 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
-        self._bc, self._signals = self._cloning_and_signals()
+        self._bc, self._signals = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
+                                                      self._model.action_size, self._device)
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
@@ -272,19 +201,6 @@ class SACPolicy(Policy):
             self._actor_loss = compile_or_eager(self._actor_loss, what)
         if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
             self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
-
-    def _cloning_and_signals(self) -> tuple[BehaviouralCloning | None, RewardSignals | None]:
-        """``policy.behavioral_cloning``'s demonstrations and ``policy.reward_signals``' models, where set."""
-        cfg = self._cfg
-        if not (cfg.get('behavioral_cloning') or cfg.get('reward_signals')):
-            return None, None
-        obs = cfg.model.get('obs_shape')
-        size = obs if isinstance(obs, int) else math.prod(obs)
-        bc = BehaviouralCloning(cfg.behavioral_cloning, size, self.action_space_type == 'discrete',
-                                cfg.learn.batch_size, self._device) if cfg.get('behavioral_cloning') else None
-        signals = RewardSignals(cfg.reward_signals, size, self._model.action_size, self._device) \
-            if cfg.get('reward_signals') else None
-        return bc, signals
 
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size

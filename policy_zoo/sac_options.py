@@ -1,0 +1,96 @@
+"""SAC's options beyond the update itself, checked and completed at compile time: memory (a recurrent model and the
+sequences it learns from), reward signals and behavioural cloning."""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+from easydict import EasyDict
+
+from ding_lite.reward_model.signals import RewardSignals, signal_config
+from ding_lite.rl_utils.cloning import BehaviouralCloning
+from ding_lite.utils.default_config import ConfigError
+
+
+def ml_agents_memory(cfg: EasyDict) -> None:
+    """ML-Agents' ``memory=dict(memory_size, sequence_length)`` as ``model.rnn`` (an LSTM whose h and c together are
+    ``memory_size`` wide) and ``collect.unroll_len``."""
+    memory = cfg.get('memory')
+    if not memory:
+        return
+    size, length = memory.get('memory_size', 128), memory.get('sequence_length', 64)
+    unknown = sorted(set(memory) - {'memory_size', 'sequence_length'})
+    valid = isinstance(size, int) and size >= 2 and size % 2 == 0 and isinstance(length, int) and length >= 1
+    if unknown or not valid:
+        raise ConfigError(f"policy.memory={dict(memory)!r}: ML-Agents' keys are memory_size (an even int, the LSTM's "
+                          f"h and c together) and sequence_length (an int >= 1)")
+    if cfg.model.get('rnn') or cfg.collect.unroll_len != 1:
+        raise ConfigError("policy.memory (ML-Agents' names) and policy.model.rnn / policy.collect.unroll_len say the "
+                          "same thing: set one of them")
+    cfg.model.rnn = EasyDict(type='lstm', hidden_size=size // 2)
+    cfg.collect.unroll_len = length
+
+
+def check_memory(cfg: EasyDict, recurrent: bool) -> None:
+    """Sequences need a recurrent model (``model.rnn``) and a policy that learns from them; the replay buffer
+    samples them (``unroll_len`` steps after ``burnin_step``)."""
+    ml_agents_memory(cfg)
+    rnn, unroll, burnin = cfg.model.get('rnn'), cfg.collect.unroll_len, cfg.get('burnin_step', 0)
+    if not rnn:
+        if unroll != 1 or burnin or not cfg.get('save_prev_state', True):
+            raise ConfigError(f"policy.collect.unroll_len={unroll}, policy.burnin_step={burnin} and "
+                              f"policy.save_prev_state={cfg.get('save_prev_state', True)} sample sequences, which "
+                              f"only a recurrent model learns from: set policy.model.rnn=dict(type='lstm', "
+                              f"hidden_size=...) or leave them 1, 0 and True")
+        return
+    if not recurrent:
+        raise ConfigError(f"policy.model.rnn: policy {cfg.type!r} does not learn from sequences; use 'sac' or "
+                          f"'discrete_sac', or leave model.rnn unset")
+    if not (isinstance(unroll, int) and unroll >= 1 and isinstance(burnin, int) and burnin >= 0):
+        raise ConfigError(f"policy.collect.unroll_len must be an int >= 1 and policy.burnin_step an int >= 0, "
+                          f"got {unroll!r} and {burnin!r}")
+    if cfg.learn.cuda_graph:
+        raise ConfigError("policy.learn.cuda_graph=True replays a transition update; a recurrent model's "
+                          "sequence update runs eagerly: set cuda_graph=False")
+    cfg.other.replay_buffer.update(sequence_length=unroll, burnin_step=burnin)
+
+
+def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
+    """Each reward signal known and its keys its own; the critics get one head per signal; the extrinsic gamma
+    defaults to ``learn.discount_factor``."""
+    signals = cfg.get('reward_signals')
+    if (signals or cfg.get('behavioral_cloning')) and isinstance(cfg.model.get('obs_shape'), dict):
+        raise ConfigError("policy.reward_signals and policy.behavioral_cloning read vector observations; this "
+                          "model's are a Dict (images beside vectors)")
+    cloning = cfg.get('behavioral_cloning')
+    if cloning and (cfg.model.get('rnn') or cfg.learn.cuda_graph):
+        raise ConfigError("policy.behavioral_cloning: not with a recurrent model (model.rnn) or "
+                          "learn.cuda_graph=True yet; leave it None or turn those off")
+    if cloning and not os.path.isfile(str(cloning.get('demo_path'))):
+        raise ConfigError(f"policy.behavioral_cloning.demo_path={cloning.get('demo_path')!r}: no such file; give a "
+                          f"file written by ding_lite -m collect_demo")
+    if not signals:
+        return
+    if not signal_heads or cfg.model.get('rnn'):
+        what = 'a recurrent model (model.rnn)' if signal_heads else f"policy {cfg.type!r}"
+        raise ConfigError(f"policy.reward_signals: {what} does not learn from reward signals yet; use policy "
+                          f"'sac' without model.rnn, or leave reward_signals None")
+    if 'extrinsic' in signals and 'gamma' not in (signals.extrinsic or {}):
+        signals.extrinsic = EasyDict({**(signals.extrinsic or {}), 'gamma': cfg.learn.discount_factor})
+    for name in signals:
+        signal_config(name, signals[name])
+    cfg.model.reward_heads = len(signals)
+
+
+def cloning_and_signals(cfg: EasyDict, discrete: bool, action_size: int, device: torch.device
+                        ) -> tuple[BehaviouralCloning | None, RewardSignals | None]:
+    """``policy.behavioral_cloning``'s demonstrations and ``policy.reward_signals``' models, where set."""
+    if not (cfg.get('behavioral_cloning') or cfg.get('reward_signals')):
+        return None, None
+    obs = cfg.model.get('obs_shape')
+    size = obs if isinstance(obs, int) else math.prod(obs)
+    bc = BehaviouralCloning(cfg.behavioral_cloning, size, discrete, cfg.learn.batch_size, device) \
+        if cfg.get('behavioral_cloning') else None
+    signals = RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else None
+    return bc, signals
