@@ -27,7 +27,6 @@ class DiscreteSACPolicy(SACPolicy):
     action_space_type: ClassVar[str] = 'discrete'
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
-    signal_heads = False  # reward_signals are refused: its critics' [E, B, A] have no head per signal yet
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(
@@ -85,13 +84,18 @@ class DiscreteSACPolicy(SACPolicy):
         return F.log_softmax(logit, dim=-1)                                  # [B, A]
 
     def _q_pred(self, batch: Batch) -> Tensor:
-        q_all = self._critic(batch.obs)                                      # [E, B, A]
+        q_all = self._critic(batch.obs)                                      # [E, B, A(, K signals)]
+        if self._signals is not None:
+            index = batch.action.long().view(1, -1, 1, 1).expand(q_all.shape[0], -1, 1, q_all.shape[-1])
+            return q_all.gather(-2, index).squeeze(-2)                       # [E, B, K]
         index = batch.action.long().view(1, -1, 1).expand(q_all.shape[0], -1, 1)
         return q_all.gather(-1, index).squeeze(-1)                           # [E, B]
 
     def _soft_target_v(self, next_obs: Any) -> Tensor:
         log_pi = self._log_pi(next_obs)
         q_min = self._critic(next_obs, target=True).min(0).values
+        if self._signals is not None:  # each signal's soft value: [B, K]
+            return (log_pi.exp()[..., None] * (q_min - self._alpha.value * log_pi[..., None])).sum(-2)
         return (log_pi.exp() * (q_min - self._alpha.value * log_pi)).sum(-1)
 
     def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
@@ -99,6 +103,7 @@ class DiscreteSACPolicy(SACPolicy):
         pi = log_pi.exp()
         with torch.no_grad():
             q_min = self._critic(obs).min(0).values
+            q_min = q_min if self._signals is None else q_min.mean(-1)  # the mean over the signals' values
         entropy = -(pi * log_pi).sum(-1)
         stats = {'max_prob': pi.detach().max(-1).values.mean()}  # near 1: the policy has become greedy
         return row_mean((pi * (self._alpha.value * log_pi - q_min)).sum(-1), obs), entropy.detach(), stats

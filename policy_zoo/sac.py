@@ -215,7 +215,8 @@ class SACPolicy(Policy):
         inputs = {'obs': obs} if action is None else {'obs': obs, 'action': action}
         q = model.forward(inputs, mode='compute_critic')['q_value']
         q = q if self._n_critics > 1 else q.unsqueeze(0)  # [E, B(, A or quantiles)]
-        return q.unsqueeze(-1) if self._signals is not None and q.dim() == 2 else q  # one signal: its axis kept
+        one_signal = self._signals is not None and getattr(self._model, 'reward_heads', 1) == 1
+        return q.unsqueeze(-1) if one_signal else q  # one signal: its axis kept
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode

@@ -75,7 +75,7 @@ def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
     if not signal_heads or cfg.model.get('rnn'):
         what = 'a recurrent model (model.rnn)' if signal_heads else f"policy {cfg.type!r}"
         raise ConfigError(f"policy.reward_signals: {what} does not learn from reward signals yet; use policy "
-                          f"'sac' without model.rnn, or leave reward_signals None")
+                          f"'sac' or 'discrete_sac' without model.rnn, or leave reward_signals None")
     if 'extrinsic' in signals and 'gamma' not in (signals.extrinsic or {}):
         signals.extrinsic = EasyDict({**(signals.extrinsic or {}), 'gamma': cfg.learn.discount_factor})
     for name in signals:

@@ -192,7 +192,7 @@ class DiscreteQAC(_QAC):
     """Softmax actor ``obs -> logit [B, A]`` and (twin) critics ``obs -> q [B, A]`` for every action.
 
     ``compute_critic`` takes ``{'obs'}`` (or the obs tensor) and returns ``{'q_value'}``: ``[2, B, A]`` with twin
-    critics, else ``[B, A]``.
+    critics, else ``[B, A]``; with ``reward_heads > 1``, ``[..., A, reward_heads]``.
     """
 
     def __init__(
@@ -212,6 +212,7 @@ class DiscreteQAC(_QAC):
             encoder_stride: list | None = None,          # images: a stride per conv layer; None: 4, 2, 1
             share_encoder: bool = False,                 # one encoder, the critics'; the actor reads it, no gradient
             rnn: dict | None = None,                     # recurrent encoders, as ContinuousQAC's
+            reward_heads: int = 1,                       # values per action and critic: one per reward signal
     ) -> None:
         super().__init__()
         obs_shape = _single_agent_obs(obs_shape, agent_obs_shape, global_obs_shape)
@@ -225,8 +226,9 @@ class DiscreteQAC(_QAC):
         self.actor = nn.Sequential(*([actor_encoder] if actor_encoder is not None else []),
                                    mlp(feature, actor_head_hidden_size, actor_head_layer_num, activation),
                                    nn.Linear(actor_head_hidden_size, self.action_size))
+        self.reward_heads = reward_heads
         ensemble = ensemble_mlp(2 if twin_critic else 1, feature, critic_head_hidden_size, critic_head_layer_num,
-                                self.action_size, activation)
+                                self.action_size * reward_heads, activation)
         self.critic = RecurrentCritic(critic_rnn, ensemble, actor_rnn.state_size) if critic_rnn else \
             EncodedCritic(critic_encoder, ensemble) if critic_encoder is not None else ensemble
 
@@ -241,7 +243,9 @@ class DiscreteQAC(_QAC):
         return output
 
     def compute_critic(self, inputs: Any) -> dict[str, Tensor]:
-        return {'q_value': self._q_out(self.critic(unpack_obs(inputs)[0]))}  # [E, B, A]
+        q = self.critic(unpack_obs(inputs)[0])
+        q = q if self.reward_heads == 1 else q.unflatten(-1, (self.action_size, self.reward_heads))
+        return {'q_value': self._q_out(q)}  # [E, B, A(, reward_heads)]
 
 
 def unpack_obs(inputs: Any) -> tuple[Tensor, Tensor | None]:

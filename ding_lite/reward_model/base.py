@@ -5,6 +5,7 @@ from typing import Any, ClassVar
 
 import torch
 from easydict import EasyDict
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..utils.default_config import class_default_config
@@ -41,6 +42,12 @@ class RewardModel(nn.Module):
     @classmethod
     def check_config(cls, cfg: dict) -> None:
         """A ``ConfigError`` for settings this model cannot work with, at compile time (before anything runs)."""
+
+    def action_input(self, action: Tensor) -> Tensor:
+        """``[B, action_size]``: a Box action as it is, a Discrete one (an integer index) one-hot."""
+        if action.is_floating_point():
+            return action.reshape(len(action), -1).float()
+        return F.one_hot(action.reshape(-1).long(), self.action_size).float()
 
     def reward(self, batch: Any) -> Tensor:
         raise NotImplementedError

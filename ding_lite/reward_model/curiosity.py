@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..registry import REWARD_MODEL_REGISTRY
@@ -38,7 +39,7 @@ class CuriosityRewardModel(RewardModel):
 
     def _encode(self, batch: Any) -> tuple[Tensor, Tensor, Tensor]:
         return self.encoder(batch.obs.flatten(1).float()), self.encoder(batch.next_obs.flatten(1).float()), \
-            batch.action.reshape(len(batch.obs), -1).float()
+            self.action_input(batch.action)
 
     def _forward_error(self, state: Tensor, next_state: Tensor, action: Tensor) -> Tensor:
         predicted = self.forward_model(torch.cat([state, action], -1))
@@ -52,7 +53,9 @@ class CuriosityRewardModel(RewardModel):
     def train_step(self, batch: Any) -> dict[str, Tensor]:
         state, next_state, action = self._encode(batch)
         forward = self._forward_error(state, next_state, action).mean()
-        inverse = (self.inverse_model(torch.cat([state, next_state], -1)) - action).pow(2).sum(-1).mean()
+        predicted = self.inverse_model(torch.cat([state, next_state], -1))
+        inverse = (predicted - action).pow(2).sum(-1).mean() if batch.action.is_floating_point() else \
+            F.cross_entropy(predicted, batch.action.reshape(-1).long())  # ML-Agents': a Discrete action's CE
         loss = self.loss_multiplier * (self.beta * forward + (1 - self.beta) * inverse)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -49,7 +49,9 @@ class GAILRewardModel(RewardModel):
         self.check_config(self.cfg)
         demo, _ = load_demo(self.cfg.demo_path, obs_shape=obs_size)
         for name in ('obs', 'action', 'done'):  # moved with the model, not saved in its checkpoints
-            self.register_buffer(f'demo_{name}', demo[name].reshape(len(demo.obs), -1).float(), persistent=False)
+            value = demo[name] if name == 'action' and not demo[name].is_floating_point() else \
+                demo[name].reshape(len(demo.obs), -1).float()
+            self.register_buffer(f'demo_{name}', value, persistent=False)
         size = self.cfg.encoding_size
         self.encoder = encoder(obs_size + (action_size + 1 if self.cfg.use_actions else 0), size)
         if self.cfg.use_vail:
@@ -62,7 +64,7 @@ class GAILRewardModel(RewardModel):
     def _inputs(self, obs: Tensor, action: Tensor, done: Tensor) -> Tensor:
         parts = [obs.flatten(1).float()]
         if self.cfg.use_actions:
-            parts += [action.reshape(len(obs), -1).float(), done.reshape(-1, 1).float()]
+            parts += [self.action_input(action), done.reshape(-1, 1).float()]
         return torch.cat(parts, -1)
 
     def _estimate(self, inputs: Tensor, noise: bool) -> tuple[Tensor, Tensor | None]:

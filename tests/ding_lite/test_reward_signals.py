@@ -184,3 +184,32 @@ def test_rnd_takes_sac_to_mountaincars_flag_where_the_env_reward_alone_does_not(
 
     assert sum(reached(seed, rnd=True) for seed in (0, 1, 2)) >= 2
     assert sum(reached(seed, rnd=False) for seed in (0, 1, 2)) <= 1
+
+
+def test_discrete_sac_learns_a_head_per_signal_and_the_models_take_discrete_actions(tmp_path):
+    """CartPole: discrete SAC with the env's reward, RND, curiosity and GAIL (use_actions), their targets by hand."""
+    from tests.conftest import synthetic_demo
+    from entry import serial_pipeline
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name = str(tmp_path / 'discrete')
+    main.policy.model.update(obs_shape=4, action_shape=2)
+    demo = synthetic_demo(tmp_path / 'demo.pt', obs_dim=4, act_dim=2, env_id='CartPole-v1', discrete=True)
+    main.policy.reward_signals = dict(extrinsic=dict(), rnd=dict(encoding_size=8), curiosity=dict(encoding_size=8),
+                                      gail=dict(demo_path=demo, use_actions=True, encoding_size=8))
+    create = EasyDict(copy.deepcopy(TINY_CREATE))
+    create.env.type, create.policy.type = 'cartpole', 'discrete_sac'
+    policy = serial_pipeline((main, create), seed=0, max_train_iter=12)
+    batch = policy._preprocess_learn(dict(obs=torch.randn(5, 4), next_obs=torch.randn(5, 4),
+                                          action=torch.tensor([0, 1, 1, 0, 1]), reward=torch.ones(5),
+                                          done=torch.ones(5, dtype=torch.bool)))
+    batch.reward = policy._signals.rewards(batch)
+    assert batch.reward.shape == (5, 4) and (batch.reward[:, 1:] >= 0).all()
+    torch.manual_seed(0)
+    target = policy._td_target(batch)
+    torch.manual_seed(0)
+    v = policy._soft_target_v(batch.next_obs)
+    gamma = policy._signals.gamma
+    assert torch.allclose(target[:, 0], batch.reward[:, 0])  # extrinsic and GAIL stop at done, RND and curiosity not
+    assert torch.allclose(target[:, 1:3], batch.reward[:, 1:3] + gamma[1:3] * v[:, 1:3])
+    assert torch.allclose(target[:, 3], batch.reward[:, 3])
+    assert policy._q_pred(batch).shape == (2, 5, 4)
