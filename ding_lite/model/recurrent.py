@@ -29,9 +29,6 @@ class Memory(NamedTuple):
     part: str = 'all'
     weight: Tensor | None = None
 
-    def replace(self, **kwargs) -> Memory:
-        return self._replace(**kwargs)
-
 
 def row_mean(x: Tensor, obs: object) -> Tensor:
     """The mean over the last axis (rows), weighted by ``obs.weight`` where ``obs`` is a ``Memory`` with one."""

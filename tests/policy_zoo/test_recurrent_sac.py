@@ -96,7 +96,7 @@ def test_targets_bootstrap_on_truncation_and_not_on_termination(policy):
 def test_the_stored_state_is_the_collectors_before_acting_and_resets_with_the_episode(policy):
     manager = BaseEnvManager([partial(PendulumPositionEnv, {'env_kwargs': {'max_episode_steps': 5}})] * 2)
     manager.seed(0, True)
-    collector = SampleSerialCollector({'type': 'sample'}, manager, policy.collect_mode, exp_name='x')
+    collector = SampleSerialCollector({'type': 'sample'}, manager, policy.collect_mode, exp_name=None)
     data = collector.collect_batch(16)
     buffer = ReplayBuffer(dict(replay_buffer_size=100, sequence_length=2))
     buffer.push(data)  # takes the collector's fields as they are
@@ -206,7 +206,7 @@ def test_without_save_prev_state_sequences_start_from_a_zero_state(tmp_path):
     policy = create_policy(compile_config(main, create, save_cfg=False).policy)
     manager = BaseEnvManager([partial(PendulumPositionEnv, {'env_kwargs': {'max_episode_steps': 5}})] * 2)
     manager.seed(0, True)
-    collector = SampleSerialCollector({'type': 'sample'}, manager, policy.collect_mode, exp_name='x')
+    collector = SampleSerialCollector({'type': 'sample'}, manager, policy.collect_mode, exp_name=None)
     data = collector.collect_batch(16)
     collector.close()
     assert 'state' not in data and 'env_id' in data  # nothing stored that no sequence would read
