@@ -82,7 +82,9 @@ class SACPolicy(Policy):
     ``_soft_target_v(next_obs) -> [B]``, ``_critic_loss(batch) -> (loss, td [E, B], q [E, B], target_q [B])``
     (default: the weighted squared ``_critic_td``), ``_actor_q(obs, action) -> [B]`` (default: the critics' min),
     ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and ``_default_target_entropy()``. ``stats`` (detached
-    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return.
+    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return. With
+    ``reward_signals`` the critics' values and targets gain a last axis, one per signal; with ``model.rnn`` ``obs`` is
+    a ``Memory`` and the rows' means are over its loss steps.
     """
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
