@@ -141,7 +141,7 @@ class Policy:
     def learn_mode(self) -> SimpleNamespace:
         return SimpleNamespace(forward=self._forward_learn, reset=self._reset_learn, state_dict=self._state_dict_learn,
                                load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
-                               cfg=self._cfg)
+                               train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg)
 
     @property
     def collect_mode(self) -> SimpleNamespace:

@@ -121,6 +121,8 @@ class SACPolicy(Policy):
             log_space=True,                   # learn log(alpha): always positive, better scaled
             target_entropy=None,              # the entropy alpha steers towards; None: the policy's default
             reward_scale=1.0,                 # rewards times this in the learn step (returns stay the env's own)
+            reward_signal_steps_per_update=None,  # ML-Agents': env steps per reward-model step, each on a mini-batch
+                                              # of its own; None: one step per learn step, on its batch
             init_w=None,                      # uniform init bound of the actor's output layers (DI-engine 3e-3)
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
             cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
@@ -192,6 +194,7 @@ class SACPolicy(Policy):
         self._learn_model = model_wrap(self._model, 'base')
         self._bc, self._signals = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
+        self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
@@ -243,11 +246,17 @@ class SACPolicy(Policy):
         signal_stats = {}
         if self._signals is not None:  # rewarded now, by the models as they are: [B, K], one column per signal
             batch.reward = self._signals.rewards(batch)
-            signal_stats = self._signals.train_step(batch)
+            own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
+            signal_stats = self._signal_stats if own_batches else self._signals.train_step(batch)
         stats = self._update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
         return stats
+
+    def _train_reward_models(self, data: list[dict] | Batch) -> None:
+        """One step of every reward model on ``data``, a mini-batch of their own (``reward_signal_steps_per_update``);
+        its losses are logged with the next learn step."""
+        self._signal_stats = self._signals.train_step(self._preprocess_learn(data))
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics.

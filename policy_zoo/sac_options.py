@@ -70,6 +70,10 @@ def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
     if cloning and not os.path.isfile(str(cloning.get('demo_path'))):
         raise ConfigError(f"policy.behavioral_cloning.demo_path={cloning.get('demo_path')!r}: no such file; give a "
                           f"file written by ding_lite -m collect_demo")
+    rate = cfg.learn.get('reward_signal_steps_per_update')
+    if rate is not None and not (signals and isinstance(rate, (int, float)) and rate > 0):
+        raise ConfigError(f"policy.learn.reward_signal_steps_per_update={rate!r}: env steps per step of the reward "
+                          f"models, a positive number, with policy.reward_signals set; leave it None otherwise")
     if not signals:
         return
     if not signal_heads or cfg.model.get('rnn'):

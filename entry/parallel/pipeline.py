@@ -18,6 +18,7 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
+from ding_lite.config import ConfigError
 from ding_lite.data.collate import unflatten_batch
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator
@@ -84,6 +85,9 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
                    save_cfg: bool = True) -> SimpleNamespace:
     """The driver's side of a parallel run: the policy, learner, replay buffer (on the learner's device), the
     evaluator's bookkeeping; the env setting and spaces are checked on one env here."""
+    if cfg.policy.learn.get('reward_signal_steps_per_update'):
+        raise ConfigError("policy.learn.reward_signal_steps_per_update: the parallel pipeline trains the reward "
+                          "models on each learn step's batch; leave it None (the serial pipeline takes it)")
     env_setting = tuple(env_setting or get_vec_env_setting(cfg.env))
     env_fn, collector_cfgs, _ = env_setting
     probe = BaseEnvManager([partial(adapted_env, env_fn, cfg=collector_cfgs[0])])

@@ -76,16 +76,18 @@ def build_learner(cfg: EasyDict, policy: Policy, tb_logger: Any) -> tuple[BaseLe
 
 class RunLoop:
     """Where the pipeline's loop stands: learn steps left of the current collect round (a resume point can fall
-    inside one) and the run's seed."""
+    inside one), the reward models' steps owed, and the run's seed."""
 
     def __init__(self, seed: int) -> None:
         self.seed, self.updates_left = seed, 0
+        self.reward_credit = 0.0  # reward-model steps owed (reward_signal_steps_per_update), a fraction carried over
 
-    def state_dict(self) -> dict[str, int]:
-        return {'seed': self.seed, 'updates_left': self.updates_left}
+    def state_dict(self) -> dict[str, int | float]:
+        return {'seed': self.seed, 'updates_left': self.updates_left, 'reward_credit': self.reward_credit}
 
-    def load_state_dict(self, state: dict[str, int]) -> None:
+    def load_state_dict(self, state: dict[str, int | float]) -> None:
         self.updates_left = state['updates_left']
+        self.reward_credit = state.get('reward_credit', 0.0)
 
 
 def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:

@@ -213,3 +213,45 @@ def test_discrete_sac_learns_a_head_per_signal_and_the_models_take_discrete_acti
     assert torch.allclose(target[:, 1:3], batch.reward[:, 1:3] + gamma[1:3] * v[:, 1:3])
     assert torch.allclose(target[:, 3], batch.reward[:, 3])
     assert policy._q_pred(batch).shape == (2, 5, 4)
+
+
+def test_reward_models_train_on_mini_batches_of_their_own_at_their_rate_and_resume_exactly(tmp_path, monkeypatch):
+    """reward_signal_steps_per_update=2 with 4 env steps per learn step: two model steps per learn step, each on a
+    batch drawn for it; a crash mid-run resumes bitwise (the credit is in the resume point)."""
+    from entry import serial_pipeline
+    from policy_zoo import SACPolicy
+
+    def cfg(name):
+        main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+        main.exp_name = str(tmp_path / name)
+        main.policy.learn.learner.hook.save_ckpt_after_iter = 7
+        main.policy.reward_signals = dict(extrinsic=dict(), rnd=dict(encoding_size=8))
+        main.policy.learn.reward_signal_steps_per_update = 2
+        return main, EasyDict(copy.deepcopy(TINY_CREATE))
+
+    calls = []
+    original = SACPolicy._train_reward_models
+    monkeypatch.setattr(SACPolicy, '_train_reward_models', lambda self, data: (calls.append(len(data['obs'])),
+                                                                               original(self, data))[1])
+    straight = serial_pipeline(cfg('straight'), seed=0, max_train_iter=20)
+    assert calls == [16] * 40  # batch_size 16; n_sample 4 / 1 update / 2 env steps = 2 per learn step
+    update = SACPolicy._update
+    count = [0]
+
+    def crash(self, batch):
+        count[0] += 1
+        if count[0] == 11:
+            raise KeyboardInterrupt('simulated kill')
+        return update(self, batch)
+    with monkeypatch.context() as patch:
+        patch.setattr(SACPolicy, '_update', crash)
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(cfg('crashed'), seed=0, max_train_iter=20)
+    resumed = serial_pipeline(cfg('crashed'), seed=0, max_train_iter=20, resume=True)
+    a, b = straight._signals.state_dict(), resumed._signals.state_dict()
+    assert all(torch.equal(a['rnd']['model'][k], b['rnd']['model'][k]) for k in a['rnd']['model'])
+    assert all(torch.equal(v, resumed.model.state_dict()[k]) for k, v in straight.model.state_dict().items())
+    main, create = cfg('bad')
+    main.policy.reward_signals = None
+    with pytest.raises(ConfigError, match='reward_signal_steps_per_update'):
+        compile_config(main, create, save_cfg=False)
