@@ -229,7 +229,7 @@ class SACPolicy(Policy):
                 model.train()
         if 'mask' in data:  # a recurrent model's sequences: obs and next_obs are Memory
             batch = sequence_batch(data, self._device, self._cfg.get('burnin_step', 0), self._normalize_obs,
-                                   self.memory['state_size'], ignore_done=self._cfg.learn.ignore_done,
+                                   self._model.memory['state_size'], ignore_done=self._cfg.learn.ignore_done,
                                    use_priority_IS_weight=self._cfg.priority_IS_weight)
             batch.reward = batch.reward * self._cfg.learn.reward_scale
             return batch

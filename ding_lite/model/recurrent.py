@@ -32,7 +32,7 @@ class Memory(NamedTuple):
 
 def row_mean(x: Tensor, obs: object) -> Tensor:
     """The mean over the last axis (rows), weighted by ``obs.weight`` where ``obs`` is a ``Memory`` with one."""
-    weight = getattr(obs, 'weight', None) if isinstance(obs, Memory) else None
+    weight = obs.weight if isinstance(obs, Memory) else None
     return x.mean(-1) if weight is None else (x * weight).mean(-1)
 
 

@@ -11,11 +11,6 @@ from torch import Tensor, nn
 from ..utils.default_config import class_default_config
 
 
-def encoder(in_size: int, size: int) -> nn.Sequential:
-    """The reward models' state encoder: two SiLU layers of ``size`` (ML-Agents' network body, unnormalised)."""
-    return nn.Sequential(nn.Linear(in_size, size), nn.SiLU(), nn.Linear(size, size), nn.SiLU())
-
-
 class RewardModel(nn.Module):
     """A registered reward model (``@REWARD_MODEL_REGISTRY.register(name)``): ``reward(batch) -> [B]`` for a learn
     batch (``obs``, ``action``, ``next_obs``, ``done``), without gradient, and ``train_step(batch) -> {stat: 0-d

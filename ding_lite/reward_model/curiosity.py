@@ -10,7 +10,8 @@ from torch import Tensor, nn
 
 from ..registry import REWARD_MODEL_REGISTRY
 from ..rl_utils import make_adam
-from .base import RewardModel, encoder
+from ..model.heads import mlp
+from .base import RewardModel
 
 
 @REWARD_MODEL_REGISTRY.register('curiosity')
@@ -31,7 +32,7 @@ class CuriosityRewardModel(RewardModel):
     def __init__(self, cfg: dict, obs_size: int, action_size: int) -> None:
         super().__init__(cfg, obs_size, action_size)
         size = self.cfg.encoding_size
-        self.encoder = encoder(obs_size, size)
+        self.encoder = mlp(obs_size, size, 1, 'silu')  # ML-Agents' network body: two SiLU layers, unnormalised
         self.inverse_model = nn.Sequential(nn.Linear(2 * size, 256), nn.SiLU(), nn.Linear(256, action_size))
         self.forward_model = nn.Sequential(nn.Linear(size + action_size, 256), nn.SiLU(), nn.Linear(256, size))
         self.register_buffer('updated', torch.zeros(()))  # 1 once trained: an untrained model rewards nothing

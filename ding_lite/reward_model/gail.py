@@ -12,7 +12,8 @@ from ..data.demo import load_demo
 from ..registry import REWARD_MODEL_REGISTRY
 from ..rl_utils import make_adam
 from ..utils.default_config import ConfigError
-from .base import RewardModel, encoder
+from ..model.heads import mlp
+from .base import RewardModel
 
 EPSILON = 1e-7
 
@@ -53,7 +54,7 @@ class GAILRewardModel(RewardModel):
                 demo[name].reshape(len(demo.obs), -1).float()
             self.register_buffer(f'demo_{name}', value, persistent=False)
         size = self.cfg.encoding_size
-        self.encoder = encoder(obs_size + (action_size + 1 if self.cfg.use_actions else 0), size)
+        self.encoder = mlp(obs_size + (action_size + 1 if self.cfg.use_actions else 0), size, 1, 'silu')
         if self.cfg.use_vail:
             self.z_mu = nn.Linear(size, self.z_size)
             self.z_sigma = nn.Parameter(torch.ones(self.z_size))
