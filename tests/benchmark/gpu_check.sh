@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every GPU figure of one session in one run (about 8 minutes on an H100/H200): the CUDA tests, the learn step, the
 # whole loop (bench_e2e) and ten seeds on one GPU (bench_seeds). Run from the repository root on the GPU machine:
-#   bash tests/benchmark/gpu_check.sh [OUTDIR]
+#   bash tests/benchmark/gpu_check.sh [OUTDIR]   (each step has a time limit, so the whole fits in 10 minutes)
 # Its image has torch but not gymnasium, mujoco, easydict, tensorboardX or DI-treetensor: carry them as cp312 wheels
 # in .whl/ (see /work/.library/device/README.md), downloaded here with
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-#     gymnasium farama-notifications mujoco glfw pyopengl easydict tensorboardX DI-treetensor treevalue hbutils
+#     gymnasium farama-notifications mujoco mujoco-core mujoco-studio websockets glfw pyopengl \
+#     easydict tensorboardX DI-treetensor treevalue hbutils pytimeparse bitmath chardet==4.0.0 deprecation enum-tools \
+#     graphviz dill
 set -uo pipefail
 out=${1:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"
@@ -16,9 +18,10 @@ if [ -d .whl ]; then
 fi
 export MUJOCO_GL=disable PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:-.}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
-step() { echo "== $1"; shift; timeout 300 "$@" 2>&1 | tee -a "$out/gpu_check.log"; }
-step "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
-step "learn step" python3 -m tests.benchmark.bench_learn --device cuda --no-compile
-step "whole loop" python3 -m tests.benchmark.bench_e2e --device cuda --steps 3000 --rounds 2
-step "ten seeds on one GPU" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 14000 \
+log=$out/gpu_check.log
+step() { echo "== $2" | tee -a "$log"; t=$1; shift 2; timeout "$t" "$@" 2>&1 | tee -a "$log"; }
+step 110 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
+step 190 "whole loop" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1500 --rounds 2
+step 170 "ten seeds on one GPU" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 14000 \
     --device cuda
+step 90 "learn step" python3 -m tests.benchmark.bench_learn --device cuda --no-compile
