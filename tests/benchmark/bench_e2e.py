@@ -7,7 +7,8 @@ the framework's ``serial_pipeline`` parts (the zoo config, hidden 256, batch 256
 a child process while the learner trains), each eagerly and, on CUDA, with ``learn.cuda_graph``; and the bare loop
 (``bare_sac.BareSAC``: actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device, one update).
 Each row runs ``--warmup`` random steps first (not timed), then times ``--steps`` learning steps; rounds
-interleave the rows and the median of each row is reported with its ratio to the bare loop's.
+interleave the rows and the median of each row is reported with its ratio to the bare loop's. ``--profile``
+prints cProfile's top functions for the strict row instead (graphed on CUDA).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,8 +33,9 @@ from tests.benchmark.bare_sac import BareSAC
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int, tmp: str) -> float:
-    """Env steps/s of the zoo config's run between its first learn step and its last."""
+def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int, tmp: str,
+              profiler: Any = None) -> float:
+    """Env steps/s of the zoo config's run between its first learn step and its last (``profiler`` enabled then)."""
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
     main.exp_name = os.path.join(tmp, f'e2e_{overlap}_{graphed}_{time.monotonic_ns()}')
     main.policy.update(random_collect_size=warmup, cuda=device.startswith('cuda'))
@@ -50,9 +53,13 @@ def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int
         def timed(batch, envstep=None):
             output = train(batch, envstep)
             marks.append((time.perf_counter(), run.collector.envstep))
+            if profiler is not None and len(marks) == min(50, steps // 10) + 1:
+                profiler.enable()
             return output
         run.learner.train = timed
         train_serial(cfg, run, run.buffer.sample, max_train_iter=int(1e10), max_env_step=warmup + steps)
+        if profiler is not None:
+            profiler.disable()
     if device.startswith('cuda'):
         torch.cuda.synchronize()
     (t0, s0), (t1, s1) = marks[min(50, len(marks) // 10)], marks[-1]  # past the first steps (graph capture)
@@ -110,11 +117,27 @@ def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int 
     return medians
 
 
+def profile(device: str, warmup: int, steps: int, top: int = 35) -> None:
+    """Where the strict row's wall goes (graphed on CUDA): cProfile's top functions by own and by cumulative time."""
+    import cProfile
+    import pstats
+    profiler = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as tmp:
+        rate = framework(device, False, device.startswith('cuda'), warmup, steps, tmp, profiler)
+    print(f"profiled strict row on {device}: {rate:.0f} env steps/s (under the profiler)")
+    for key in ('tottime', 'cumulative'):
+        pstats.Stats(profiler).sort_stats(key).print_stats(top)
+
+
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--warmup', type=int, default=1000)
     parser.add_argument('--steps', type=int, default=2000)
     parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
     args = parser.parse_args()
-    run(args.device, args.warmup, args.steps, args.rounds)
+    if args.profile:
+        profile(args.device, args.warmup, args.steps)
+    else:
+        run(args.device, args.warmup, args.steps, args.rounds)
