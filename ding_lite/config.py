@@ -216,9 +216,15 @@ def _merge_value(default: Any, value: Any, path: str, docs: dict[str, str] | Non
     return copy.deepcopy(value)
 
 
+# keys whose value may also be a list of values of their default's type (several checkpoints to load)
+ALSO_A_LIST = ('learn.learner.hook.load_ckpt_before_run',)
+
+
 def _check_type(default: Any, value: Any, path: str) -> Any:
     if default is None or value is None:
         return value
+    if isinstance(value, (list, tuple)) and path.endswith(ALSO_A_LIST) and value:
+        return [_check_type(default, item, f"{path}[{i}]") for i, item in enumerate(value)]
     expected = type(default)
     if expected is bool:
         ok = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))

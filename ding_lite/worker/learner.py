@@ -48,7 +48,8 @@ class BaseLearner:
         type='base',                        # the registered learner name
         train_iterations=int(1e10),         # DI-engine's key: the run stops here too (with --max-train-iter)
         hook=dict(
-            load_ckpt_before_run='',        # checkpoint path to resume from ('' = start fresh)
+            load_ckpt_before_run='',        # a checkpoint's weights to start from ('' = start fresh); 'actor@PATH'
+                                            # (ALF's prefix@path): that module's only; a list: several
             log_show_after_iter=100,        # train iterations between log lines (the only host syncs)
             save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints (resume points)
             save_ckpt_after_seconds=60,     # also ckpt_last as a resume point this often (a short run has one too)
@@ -230,6 +231,31 @@ class BaseLearner:
         self.last_envstep = int(state.get('last_envstep', 0))
         self.logger.info(f"loaded {path} at iteration {self.train_iter}")
         return state
+
+    def load_modules(self, path: str, prefixes: list[str]) -> None:
+        """ALF's ``prefix@path``: only the named top-level modules of the model (``'actor'``, ``'critic'``, ...) from
+        ``path``'s checkpoint, into the model and its target copy; the rest of the learn state stays as it is."""
+        source, state = load_checkpoint(path), self._policy.state_dict()
+        names = sorted({key.split('.')[0] for key in state['model']})
+        unknown = [prefix for prefix in prefixes if prefix not in names]
+        if unknown:
+            raise ValueError(f"load_ckpt_before_run: this policy's model has no module {', '.join(map(repr, unknown))}"
+                             f"; its modules: {', '.join(names)}")
+        for key in ('model', 'target_model'):
+            if key not in state:
+                continue
+            weights = source.get(key) or source['model']  # a target copy, where the checkpoint has one
+            for prefix in prefixes:
+                picked = {k: v for k, v in weights.items() if k.split('.')[0] == prefix}
+                if not picked:
+                    raise ValueError(f"{path} holds no weights of module {prefix!r}")
+                state[key].update(picked)
+        try:
+            self._policy.load_state_dict(state)
+        except (KeyError, RuntimeError, ValueError) as error:
+            raise ValueError(f"the {'/'.join(prefixes)} weights of {path} do not fit this policy's model: "
+                             f"{error}") from None
+        self.logger.info(f"loaded {', '.join(prefixes)} from {path}; the rest as initialised")
 
     def resume(self, path: str) -> None:
         """Continue from a resume checkpoint: learn state, attached parts, buffers, then RNG states."""

@@ -1,6 +1,7 @@
 """Learner hooks in DI-engine's form: callables run by the learner at four positions, ordered by priority."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable
 
@@ -76,13 +77,36 @@ class TimedResumePoint(LearnerHook):
         self._due = now + max(self._seconds, 20 * (time.monotonic() - now))
 
 
+def checkpoint_loads(value: str | list[str]) -> list[tuple[list[str] | None, str]]:
+    """``load_ckpt_before_run`` as ``(modules or None for all, path)`` in order: a path, ``'actor@PATH'`` (ALF's
+    ``prefix@path``), or a list of them; one path's prefixes load together. A ``ValueError`` names a missing file."""
+    items = [value] if isinstance(value, str) else list(value)
+    loads: dict[str, list[str] | None] = {}
+    for item in items:
+        prefix, _, path = item.partition('@') if isinstance(item, str) else ('', '', item)
+        if not prefix.isidentifier() or not path:  # a path with an '@' of its own
+            prefix, path = '', item
+        if not isinstance(path, str) or not os.path.isfile(path):
+            raise ValueError(f"learn.learner.hook.load_ckpt_before_run={value!r}: no checkpoint file {path!r}; give "
+                             f"a path, 'actor@PATH' (that module's weights only) or a list of them")
+        if path in loads and (loads[path] is None or not prefix):
+            raise ValueError(f"learn.learner.hook.load_ckpt_before_run names {path} twice, once whole")
+        loads[path] = loads.get(path, []) + [prefix] if prefix else None
+    return list((modules, path) for path, modules in loads.items())
+
+
+def _load_before_run(engine: Any, loads: list[tuple[list[str] | None, str]]) -> None:
+    for modules, path in loads:
+        engine.load_checkpoint(path) if modules is None else engine.load_modules(path, modules)
+
+
 def build_learner_hooks(hook_cfg: dict) -> dict[str, list[LearnerHook]]:
     """The built-in hooks a learner's ``hook`` config asks for (DI-engine's simplified hook keys)."""
     hooks: dict[str, list[LearnerHook]] = {position: [] for position in LearnerHook.positions}
     if hook_cfg.get('load_ckpt_before_run'):
-        path = hook_cfg['load_ckpt_before_run']
+        loads = checkpoint_loads(hook_cfg['load_ckpt_before_run'])
         add_learner_hook(hooks, CallbackHook('load_ckpt_before_run', 20, 'before_run',
-                                             lambda engine: engine.load_checkpoint(path)))
+                                             lambda engine: _load_before_run(engine, loads)))
     if hook_cfg.get('log_show_after_iter'):
         add_learner_hook(hooks, CallbackHook('log_show_after_iter', 20, 'after_iter', lambda engine: engine.log(),
                                              freq=hook_cfg['log_show_after_iter']))
