@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from ding_lite.utils.default_config import ConfigError, class_default_config
 from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
+from ding_lite.model.heads import initialise
 from ding_lite.model.recurrent import Memory
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
@@ -129,12 +130,14 @@ class Policy:
         """The model ``cfg.model`` describes (``cfg.model.type``, else ``default_model()``)."""
         model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
         model_type = model_cfg.pop('type', None) or cls.default_model()
+        model_cfg.pop('init', None)  # the initialiser's name, applied by init_model
         return cls.init_model(MODEL_REGISTRY.build(model_type, **model_cfg), cfg)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
-        """The policy's own initialisation of a model, built or given to a pipeline (SAC: ``learn.init_w``)."""
-        return model
+        """The policy's own initialisation of a model, built or given to a pipeline: ``model.init``'s scheme (SAC
+        then ``learn.init_w``)."""
+        return initialise(model, (cfg.get('model') or {}).get('init') or 'default')
 
     # ---- modes ----
     @property

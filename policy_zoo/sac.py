@@ -21,7 +21,7 @@ from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
-from .sac_options import check_memory, check_signals, cloning_and_signals
+from .sac_options import check_memory, check_optimiser_knobs, check_signals, cloning_and_signals
 
 
 def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
@@ -106,6 +106,8 @@ class SACPolicy(Policy):
                                               # loss gains a cloning term whose weight falls to 0 over steps (learn)
         model=dict(
             twin_critic=True,                 # two critics, the target takes their minimum (clipped double Q)
+            init='default',                   # weights of the Linear layers: 'default' (PyTorch's), 'xavier' or
+                                              # 'orthogonal' (biases zero)
         ),
         learn=dict(
             batch_size=256,                   # transitions per learn step
@@ -113,8 +115,11 @@ class SACPolicy(Policy):
             learning_rate_policy=3e-4,        # Adam's learning rate for the actor
             learning_rate_alpha=3e-4,         # Adam's learning rate for the temperature
             adam_betas=(0.9, 0.999),          # Adam's (beta1, beta2) for the actor and the critics (CrossQ: 0.5)
+            weight_decay_q=0.0,               # L2 weight decay of the critics (Adam's, added to the gradient)
+            weight_decay_policy=0.0,          # L2 weight decay of the actor
             discount_factor=0.99,             # gamma of the TD target
             target_theta=0.005,               # Polyak rate of the target critics
+            target_update_freq=1,             # learn steps per Polyak update of the target critics
             policy_delay=1,                   # critic steps per actor (and alpha) step: REDQ's G, CrossQ's 3
             alpha=0.2,                        # initial value, or the fixed one if not auto_alpha
             auto_alpha=True,                  # learn alpha towards the target entropy
@@ -160,10 +165,12 @@ class SACPolicy(Policy):
         if delay > 1 and cfg.learn.cuda_graph:
             raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
                               f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
+        check_optimiser_knobs(cfg, cls.target_network)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
         """``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
+        model = super().init_model(model, cfg)
         init_w = (cfg.get('learn') or {}).get('init_w')
         if init_w is None:
             return model
@@ -185,9 +192,11 @@ class SACPolicy(Policy):
         self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
         self._actor_stats: dict[str, Tensor] | None = None    # the last actor step's, logged again until the next
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
-        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, learn.adam_betas)
+        self._target_update_freq = learn.target_update_freq
+        self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, learn.adam_betas,
+                                      learn.weight_decay_q)
         self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy,
-                                           learn.adam_betas)
+                                           learn.adam_betas, learn.weight_decay_policy)
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
@@ -278,7 +287,7 @@ class SACPolicy(Policy):
             td, q, target_q = td.abs().mean(-1), q.mean(-1), target_q.mean(-1)
         stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
-        if self._target_model is not None:
+        if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
             self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs

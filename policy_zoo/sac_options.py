@@ -1,5 +1,5 @@
 """SAC's options beyond the update itself, checked and completed at compile time: memory (a recurrent model and the
-sequences it learns from), reward signals and behavioural cloning."""
+sequences it learns from), reward signals, behavioural cloning and the optimiser's knobs."""
 from __future__ import annotations
 
 import math
@@ -10,6 +10,7 @@ from easydict import EasyDict
 
 from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.rl_utils.cloning import BehaviouralCloning
+from ding_lite.model.heads import INITIALISERS
 from ding_lite.utils.default_config import ConfigError
 
 
@@ -85,6 +86,25 @@ def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
     for name in signals:
         signal_config(name, signals[name])
     cfg.model.reward_heads = len(signals)
+
+
+def check_optimiser_knobs(cfg: EasyDict, target_network: bool) -> None:
+    """Coach's and ALF's knobs: weight decay per network, the initialiser, the interval between target updates."""
+    learn = cfg.learn
+    for key in ('weight_decay_q', 'weight_decay_policy'):
+        if not learn[key] >= 0:
+            raise ConfigError(f"policy.learn.{key}={learn[key]!r}: an L2 weight decay, a number >= 0")
+    if cfg.model.get('init', 'default') not in INITIALISERS:
+        raise ConfigError(f"policy.model.init={cfg.model.init!r}: expected one of {', '.join(INITIALISERS)}")
+    freq = learn.target_update_freq
+    if not (isinstance(freq, int) and freq >= 1):
+        raise ConfigError(f"policy.learn.target_update_freq={freq!r}: learn steps per target update, an int >= 1")
+    if freq > 1 and not target_network:
+        raise ConfigError(f"policy.learn.target_update_freq={freq}: policy {cfg.type!r} has no target network; "
+                          f"leave it 1")
+    if freq > 1 and learn.cuda_graph:
+        raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but target_update_freq={freq} updates "
+                          f"the target every {freq}th: set target_update_freq=1 or cuda_graph=False")
 
 
 def cloning_and_signals(cfg: EasyDict, discrete: bool, action_size: int, device: torch.device

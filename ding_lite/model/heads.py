@@ -107,6 +107,32 @@ class EnsembleLinear(nn.Module):
         return torch.baddbmm(self.bias, x, self.weight)
 
 
+INITIALISERS = ('default', 'xavier', 'orthogonal')
+
+
+def initialise(model: nn.Module, scheme: str) -> nn.Module:
+    """``model.init`` (Coach's and ALF's choice): every Linear, Conv and ``EnsembleLinear`` member's weight
+    Xavier-uniform or orthogonal (gain 1) and its bias zero; ``'default'`` keeps PyTorch's init. Recurrent cells and
+    normalisation layers keep theirs."""
+    if scheme not in INITIALISERS:
+        raise ValueError(f"policy.model.init={scheme!r}: expected one of {', '.join(INITIALISERS)}")
+    if scheme == 'default':
+        return model
+    fill = nn.init.xavier_uniform_ if scheme == 'xavier' else nn.init.orthogonal_
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+                fill(module.weight)
+            elif isinstance(module, EnsembleLinear):
+                for member in module.weight:
+                    fill(member)
+            else:
+                continue
+            if module.bias is not None:
+                module.bias.zero_()
+    return model
+
+
 class EnsembleLayerNorm(nn.Module):
     """LayerNorm over the features of ``[E, B, H]`` with each member's own scale and shift."""
 

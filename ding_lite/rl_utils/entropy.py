@@ -12,13 +12,15 @@ from torch import Tensor, nn
 _LOG2 = math.log(2.0)
 
 
-def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.Adam:
-    """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor)."""
+def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999),
+              weight_decay: float = 0.0) -> torch.optim.Adam:
+    """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor);
+    ``weight_decay``: L2, added to the gradient (Adam's own, not AdamW's)."""
     params, betas = list(params), tuple(betas)
     try:
-        return FusedAdam(params, lr=lr, betas=betas, fused=True)
+        return FusedAdam(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
     except (RuntimeError, TypeError):  # older torch: no fused kernel for this device
-        return torch.optim.Adam(params, lr=lr, betas=betas)
+        return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay)
 
 
 def load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:

@@ -55,3 +55,85 @@ def test_partial_load_names_the_modules_that_exist(tiny_pendulum, tmp_path):
     main.policy.learn.learner = dict(hook=dict(load_ckpt_before_run='actor@' + str(tmp_path / 'nothing.pth.tar')))
     with pytest.raises(ValueError, match="no checkpoint file"):
         serial_pipeline((main, create), seed=0, max_env_step=60)
+
+
+def _sac(main, **learn):
+    """A compiled tiny SAC policy (learn mode) with ``learn`` overrides, and its config."""
+    from ding_lite.config import compile_config
+    from policy_zoo import create_policy
+    main = copy.deepcopy(main)
+    main.policy.learn.update(learn)
+    main.policy.type = 'sac'
+    cfg = compile_config(main, save_cfg=False)
+    return create_policy(cfg.policy, enable_field=['learn']), cfg
+
+
+def _batch(n: int = 8, obs: int = 3, act: int = 1):
+    g = torch.Generator().manual_seed(0)
+    return [{'obs': torch.randn(obs, generator=g), 'next_obs': torch.randn(obs, generator=g),
+             'action': torch.rand(act, generator=g) * 2 - 1, 'reward': torch.randn((), generator=g),
+             'done': torch.tensor(False)} for _ in range(n)]
+
+
+def test_weight_decay_is_l2_added_to_each_networks_gradient_as_by_hand(tiny_pendulum):
+    main, create = tiny_pendulum
+    main.policy.learn.update(batch_size=8)
+    policy, cfg = _sac(main, weight_decay_q=0.5, weight_decay_policy=0.0, learning_rate_q=0.1)
+    critic = list(policy._model.critic.parameters())
+    before = [p.detach().clone() for p in critic]
+    grads = []
+    policy._optimizer_q.register_step_pre_hook(lambda opt, *_: grads.append([p.grad.clone() for p in critic]))
+    policy.learn_mode.forward(_batch())
+    # Adam's first step on g' = g + 0.5 w: m = (1 - b1) g', v = (1 - b2) g'^2, w -= lr m_hat / (sqrt(v_hat) + eps)
+    for w0, w1, g in zip(before, critic, grads[0]):
+        decayed = g + 0.5 * w0
+        assert torch.allclose(w1, w0 - 0.1 * decayed / (decayed.abs() + 1e-8), atol=1e-6)
+    assert policy._optimizer_q.param_groups[0]['weight_decay'] == 0.5
+    assert policy._optimizer_policy.param_groups[0]['weight_decay'] == 0.0
+
+
+def test_target_critics_follow_every_nth_learn_step(tiny_pendulum):
+    main, _ = tiny_pendulum
+    main.policy.learn.update(batch_size=8)
+    policy, _ = _sac(main, target_update_freq=2, target_theta=0.25)
+    target = lambda: {k: v.clone() for k, v in policy._target_model.state_dict().items()  # noqa: E731
+                      if k.startswith('critic')}
+    start = target()
+    policy.learn_mode.forward(_batch())
+    assert all(torch.equal(v, start[k]) for k, v in target().items())          # step 1: not yet
+    policy.learn_mode.forward(_batch())
+    online = {k: v for k, v in policy._model.state_dict().items() if k.startswith('critic')}
+    for key, value in target().items():                                       # step 2: Polyak with theta
+        assert torch.allclose(value, 0.75 * start[key] + 0.25 * online[key], atol=1e-6)
+
+
+@pytest.mark.parametrize('scheme', ['xavier', 'orthogonal'])
+def test_model_init_scheme_sets_every_linear_layer(tiny_pendulum, scheme):
+    main, _ = tiny_pendulum
+    main.policy.model.init = scheme
+    policy, _ = _sac(main)
+    layers = [m for m in policy._model.actor.modules() if isinstance(m, torch.nn.Linear)]
+    layers += [w for m in policy._model.critic.modules() if type(m).__name__ == 'EnsembleLinear' for w in m.weight]
+    assert layers
+    for layer in layers:
+        weight = layer.weight if isinstance(layer, torch.nn.Module) else layer
+        if isinstance(layer, torch.nn.Module):
+            assert torch.count_nonzero(layer.bias) == 0
+        fan_out, fan_in = weight.shape
+        if scheme == 'xavier':                     # U(-a, a), a = sqrt(6 / (fan_in + fan_out))
+            assert weight.abs().max() <= (6 / (fan_in + fan_out)) ** 0.5
+        else:                                      # orthonormal rows or columns
+            small = weight @ weight.T if fan_out <= fan_in else weight.T @ weight
+            assert torch.allclose(small, torch.eye(len(small)), atol=1e-5)
+
+
+def test_optimiser_knobs_refuse_bad_values_at_compile_time(tiny_pendulum):
+    from ding_lite.config import ConfigError
+    main, _ = tiny_pendulum
+    for key, value, words in (('weight_decay_q', -1.0, 'an L2 weight decay'),
+                              ('target_update_freq', 0, 'an int >= 1')):
+        with pytest.raises(ConfigError, match=words):
+            _sac(main, **{key: value})
+    main.policy.model.init = 'kaiming'
+    with pytest.raises(ConfigError, match="model.init='kaiming': expected one of default, xavier, orthogonal"):
+        _sac(main)
