@@ -14,6 +14,7 @@ MODES = {  # ding_lite -m MODE -c CONFIG ...
     'eval': 'evaluate a checkpoint (--load-path) over the config\'s evaluation episodes',
     'collect_demo': 'write demonstrations of a trained policy (--load-path, --expert-data-path, --collect-count)',
     'serial_sqil': 'train with SQIL from demonstrations (--expert-data-path or --expert-config)',
+    'offline': 'train from policy.learn.data_path alone, no env step (--max-train-iter), evaluating in the env',
 }
 TOOLS = {  # ding_lite TOOL ...: commands that train nothing
     'plot': 'learning curves of runs from their evaluator.csv',
@@ -59,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-train-iter', type=_positive_int, default=int(1e10),
                         help='stop after N train iterations')
     parser.add_argument('--resume', nargs='?', const=True, default=False, metavar='PATH',
-                        help="serial / parallel / serial_sqil: continue the newest complete checkpoint of the "
-                             "config's exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
+                        help="serial / parallel / serial_sqil / offline: continue the newest complete checkpoint of "
+                             "the config's exp_name (ckpt/latest), or the checkpoint or experiment folder PATH")
     parser.add_argument('--load-path', default=None, help='checkpoint to evaluate or to collect demonstrations with')
     parser.add_argument('--episodes', type=_positive_int, default=None,
                         help='eval: episodes to run (default: the config\'s n_evaluator_episode)')
@@ -160,8 +161,11 @@ def main(argv: list[str] | None = None) -> int:
             args.seed = parse_seeds(args.seeds)
         except ValueError as error:
             parser.error(f"--seeds: {error}")
-    if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil'):
-        parser.error(f'--resume continues a training run (-m serial, parallel or serial_sqil), not -m {args.mode}')
+    if args.resume and args.mode not in ('serial', 'parallel', 'serial_sqil', 'offline'):
+        parser.error(f'--resume continues a training run (-m serial, parallel, serial_sqil or offline), not '
+                     f'-m {args.mode}')
+    if args.mode == 'offline' and args.max_env_step != int(1e10):
+        parser.error('-m offline makes no env steps: --max-env-step does nothing there; give --max-train-iter')
     return _guarded(_run, args)
 
 
@@ -224,6 +228,10 @@ def _run(args: argparse.Namespace) -> None:
         collect_demo_data(args.config, seed=args.seed, collect_count=args.collect_count,
                           expert_data_path=args.expert_data_path, state_dict_path=args.load_path,
                           deterministic=not args.demo_sampled, overrides=overrides)
+    elif args.mode == 'offline':
+        from .pipeline.offline import serial_pipeline_offline
+        serial_pipeline_offline(args.config, seed=args.seed, max_train_iter=args.max_train_iter, resume=args.resume,
+                                overrides=overrides)
     elif args.mode == 'serial_sqil':
         from .pipeline.sqil import serial_pipeline_sqil
         serial_pipeline_sqil(args.config, expert_cfg=args.expert_config, seed=args.seed,

@@ -48,6 +48,10 @@ class BaseEnv(abc.ABC):
             use_norm=False,         # normalise by running mean/std of collected observations (frozen in evaluation)
             clip=10.0,              # normalised observations are clipped to [-clip, clip]
         ),
+        norm_reward=dict(           # reward normalisation (SB3's VecNormalize rule), kept with the policy's model
+            use_norm=False,         # scale learned rewards by the running std of the discounted return (not in eval)
+            clip=10.0,              # scaled rewards are clipped to [-clip, clip]
+        ),
         reward_clip=None,           # training rewards clipped to [-c, c] (a number) or [low, high]; None: as they are
         info_metrics=[],            # numeric info keys logged per episode (last step's value); is_success always is
     )

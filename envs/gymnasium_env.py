@@ -290,9 +290,3 @@ class BipedalWalkerEnv(DIEngineEnv):
 class MujocoEnv(DIEngineEnv):
     """A gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant and Humanoid on v4)."""
 
-    config = dict(norm_reward=dict(use_norm=False))  # DI-engine's key; off only (norm_obs works for every env)
-
-    def __init__(self, cfg: dict | None = None) -> None:
-        super().__init__(cfg)
-        if (self._cfg.get('norm_reward') or {}).get('use_norm'):
-            raise ValueError("env.norm_reward.use_norm=True is not supported by the mujoco env; set it to False")

@@ -50,6 +50,8 @@ class Policy:
             update_per_collect=1,           # learn steps per collect call of n_sample transitions
             batch_size=64,                  # transitions per learn step
             ignore_done=False,              # bootstrap through every episode end (done is stored as terminated)
+            data_path=None,                 # serial_pipeline_offline's transitions: a demonstration file or a run's
+                                            # replay buffer file (ckpt/*.buffer.pth.tar)
         ),
         collect=dict(
             n_sample=None,                  # transitions per collect call
@@ -108,6 +110,7 @@ class Policy:
         self._model = (model if model is not None else self.create_model(self._cfg)).to(self._device)
         # observation normalisation (env.norm_obs) travels with the model; every mode applies it to what it is given
         self._obs_norm = getattr(self._model, 'obs_norm', None)
+        self._reward_norm = getattr(self._model, 'reward_norm', None)  # env.norm_reward: applied in the learn step
         self._enable_field = tuple(enable_field)
         for field in self._enable_field:
             if field not in ('learn', 'collect', 'eval'):

@@ -240,12 +240,13 @@ class SACPolicy(Policy):
             batch = sequence_batch(data, self._device, self._cfg.get('burnin_step', 0), self._normalize_obs,
                                    self._model.memory['state_size'], ignore_done=self._cfg.learn.ignore_done,
                                    use_priority_IS_weight=self._cfg.priority_IS_weight)
-            batch.reward = batch.reward * self._cfg.learn.reward_scale
-            return batch
-        batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
-                                       use_priority_IS_weight=self._cfg.priority_IS_weight)
-        if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
-            batch.obs, batch.next_obs = self._normalize_obs(batch.obs), self._normalize_obs(batch.next_obs)
+        else:
+            batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
+                                           use_priority_IS_weight=self._cfg.priority_IS_weight)
+            if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
+                batch.obs, batch.next_obs = self._normalize_obs(batch.obs), self._normalize_obs(batch.next_obs)
+        if self._reward_norm is not None:  # and raw rewards (SB3's rule)
+            batch.reward = self._reward_norm(batch.reward)
         if self._cfg.learn.reward_scale != 1.0:
             batch.reward = batch.reward * self._cfg.learn.reward_scale
         return batch

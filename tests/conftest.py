@@ -136,6 +136,42 @@ def synthetic_demo(path, n: int = 300, obs_dim: int = 3, act_dim: int = 1, env_i
     return str(path)
 
 
+def pendulum_controller_action(obs) -> float:
+    """A hand-made Pendulum-v1 swing-up (energy pumping, then a PD hold near the top; about -130 a episode), in
+    the policy's [-1, 1] units."""
+    import numpy as np
+    cos, sin, speed = obs
+    if cos > 0.85:
+        torque = -(10.0 * np.arctan2(sin, cos) + 2.0 * speed)
+    else:  # pump towards the upright energy: inertia 1/3, potential 5 cos(theta)
+        torque = 2.0 * np.sign((5.0 - speed * speed / 6.0 - 5.0 * cos) * speed + 1e-6)
+    return float(np.clip(torque, -2.0, 2.0)) / 2.0
+
+
+def pendulum_expert_demo(path, n: int = 10000, explore: float = 0.3, seed: int = 0) -> str:
+    """A demonstration file of ``n`` Pendulum-v1 transitions of the hand-made controller, a share ``explore`` of
+    its actions uniformly random and the rest with Gaussian noise (offline learning needs the data's spread)."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from ding_lite.data import save_demo
+    rng, env = np.random.default_rng(seed), gym.make('Pendulum-v1')
+    obs, _ = env.reset(seed=seed)
+    columns = {key: [] for key in ('obs', 'action', 'reward', 'next_obs', 'done')}
+    for _ in range(n):
+        action = rng.uniform(-1, 1) if rng.random() < explore else \
+            np.clip(pendulum_controller_action(obs) + rng.normal(0, 0.2), -1, 1)
+        next_obs, reward, terminated, truncated, _ = env.step([2.0 * action])
+        for key, value in (('obs', obs), ('action', [action]), ('reward', reward), ('next_obs', next_obs),
+                           ('done', terminated)):
+            columns[key].append(value)
+        obs = env.reset()[0] if terminated or truncated else next_obs
+    batch = {key: torch.as_tensor(np.asarray(value), dtype=torch.bool if key == 'done' else torch.float32)
+             for key, value in columns.items()}
+    save_demo(str(path), batch, env_id='Pendulum-v1')
+    return str(path)
+
+
 def untrained_checkpoint(cfg: tuple, path) -> str:
     """A ding_lite checkpoint of ``cfg``'s policy, untrained (for tests of the plumbing around checkpoints)."""
     from ding_lite.config import compile_config

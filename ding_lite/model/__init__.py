@@ -1,9 +1,9 @@
 """Models and model wrappers."""
 from __future__ import annotations
 
-from .obs_norm import RunningObsNorm
+from .obs_norm import RunningObsNorm, RunningRewardNorm
 from .qac import ContinuousQAC, DiscreteQAC
 from .wrappers import ModelWrapper, NoValidActionError, model_wrap, register_wrapper
 
-__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ModelWrapper', 'NoValidActionError', 'RunningObsNorm', 'model_wrap',
-           'register_wrapper']
+__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ModelWrapper', 'NoValidActionError', 'RunningObsNorm', 'RunningRewardNorm',
+           'model_wrap', 'register_wrapper']

@@ -1,4 +1,5 @@
-"""Observation normalisation by running statistics (SB3's ``VecNormalize``, DI-engine's ``norm_obs``)."""
+"""Observation and reward normalisation by running statistics (SB3's ``VecNormalize``, DI-engine's ``norm_obs`` and
+``norm_reward``)."""
 from __future__ import annotations
 
 import torch
@@ -44,3 +45,14 @@ class RunningObsNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"shape={tuple(self.mean.shape)}, clip={self.clip}"
+
+
+class RunningRewardNorm(RunningObsNorm):
+    """SB3's reward rule: ``clip(reward / sqrt(var(R) + eps))``, where ``R`` is each env's running discounted return
+    (``R = gamma R + r``, zero at an episode's start) and ``update`` is given those returns; no shift by the mean."""
+
+    def __init__(self, clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__(1, clip, eps)
+
+    def forward(self, reward: Tensor) -> Tensor:
+        return (reward.to(self.scale.dtype) * self.scale[0]).clamp(-self.clip, self.clip)

@@ -14,7 +14,7 @@ from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
-from .episode_metrics import episode_metrics, mean_metrics
+from .episode_metrics import discount_of, episode_metrics, mean_metrics, return_metrics
 from .finite_check import env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
@@ -42,6 +42,7 @@ class _SerialCollector:
         self.env_restarts = 0  # episodes broken off by an env restart (the subprocess manager's abnormal steps)
         self.on_nonfinite = 'stop'  # a NaN/inf from the env: 'stop' (NonFiniteEnvError) or 'skip' the transition
         self.nonfinite_dropped = 0  # transitions skipped for a NaN/inf
+        self.norm_reward = False  # each transition carries its env's running return R = gamma R + r (SB3's rule)
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -56,6 +57,8 @@ class _SerialCollector:
         self._env.launch()
         self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
         self._return = np.zeros(env.env_num)  # float64: the env's float32 rewards add up as exactly as in Python
+        self._discounted = np.zeros(env.env_num)  # sum of gamma^t r_t over the episode so far
+        self._running = np.zeros(env.env_num)     # gamma R + r, the return whose spread scales rewards (norm_reward)
         self._length = np.zeros(env.env_num, dtype=np.int64)
         self._all_ids = list(range(env.env_num))
         # each env's last obs and policy output: an async manager returns envs acted on in an earlier step
@@ -64,6 +67,7 @@ class _SerialCollector:
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
+        self._gamma = discount_of(policy)
         spec = getattr(policy, 'memory', None)
         self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
@@ -112,6 +116,10 @@ class _SerialCollector:
                     transition.update(output[env_id]['memory'])
                     self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
                 self._return[env_id] += reward
+                self._discounted[env_id] += self._gamma ** self._length[env_id] * reward
+                if self.norm_reward:
+                    self._running[env_id] = self._gamma * self._running[env_id] + reward
+                    transition['running_return'] = np.float32(self._running[env_id])
             self._length[env_id] += 1
             if done:
                 self._finish_episode(env_id, info)
@@ -150,7 +158,13 @@ class _SerialCollector:
             batch = {key: value[~bad] for key, value in batch.items()}
         if self._memory is not None:
             self._memory.stepped(step.env_id, columns['action'], step.reward)
-        self._return[index] += step.reward if bad is None else np.where(bad, 0.0, step.reward)
+        reward = step.reward if bad is None else np.where(bad, 0.0, step.reward)
+        self._return[index] += reward
+        self._discounted[index] += self._gamma ** self._length[index] * reward
+        if self.norm_reward:
+            self._running[index] = self._gamma * self._running[index] + reward
+            running = self._running[index].astype(np.float32)
+            batch['running_return'] = running if bad is None else running[~bad]
         self._length[index] += 1
         if step.done.any():
             for k in np.flatnonzero(step.done).tolist():
@@ -188,6 +202,7 @@ class _SerialCollector:
 
     def _finish_episode(self, env_id: int, info: dict | None) -> None:
         episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
+                   **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
                    **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
         self._episode_info.append(episode)
         self.finished_episodes.append(episode)
@@ -195,7 +210,8 @@ class _SerialCollector:
         self._end_episode(env_id, keep_traj=True)
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
-        self._return[env_id], self._length[env_id] = 0.0, 0
+        self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
+        self._running[env_id] = 0.0
         if not keep_traj:
             self._traj[env_id] = []
         if self._memory is not None:
@@ -234,6 +250,8 @@ class _SerialCollector:
                         'nonfinite_dropped': self.nonfinite_dropped,
                         'episode_info': self._episode_info, 'return': dict(enumerate(self._return.tolist())),
                         'length': dict(enumerate(self._length.tolist())),
+                        'discounted': dict(enumerate(self._discounted.tolist())),
+                        'running_return': dict(enumerate(self._running.tolist())),
                         'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state,
                         **({'memory': self._memory.state_dict()} if self._memory is not None else {})})
 
@@ -246,6 +264,9 @@ class _SerialCollector:
             self._return[int(k)] = v
         for k, v in state['length'].items():
             self._length[int(k)] = v
+        for key, values in (('discounted', self._discounted), ('running_return', self._running)):
+            for k, v in state.get(key, {}).items():  # absent from resume points before they were kept
+                values[int(k)] = v
         self._traj = {int(k): list(v) for k, v in state['traj'].items()}
         self._env.load_state_dict(state['env'])
         if self._memory is not None and 'memory' in state:

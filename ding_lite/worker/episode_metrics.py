@@ -20,6 +20,16 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
     return metrics
 
 
+def discount_of(policy: Any) -> float:
+    """The gamma of a policy mode's discounted-return metric: its ``learn.discount_factor``."""
+    return float(policy.cfg.learn.discount_factor)
+
+
+def return_metrics(total: float, discounted: float, length: int) -> dict[str, float]:
+    """ALF's episode metrics beside the return: the discounted return and the average reward per step."""
+    return {'discounted_return': float(discounted), 'reward_per_step': float(total) / max(int(length), 1)}
+
+
 def mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     """Per metric, the mean over the episodes that reported it (``is_success`` as ``success_rate``); the
     episodes' ``return`` and ``length`` are not metrics."""

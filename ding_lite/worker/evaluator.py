@@ -17,7 +17,7 @@ from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
 from .collector import Forward
-from .episode_metrics import episode_metrics, mean_metrics
+from .episode_metrics import discount_of, episode_metrics, mean_metrics, return_metrics
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
@@ -47,6 +47,7 @@ class InteractionSerialEvaluator:
         ``exp_name`` None: only ``run_episodes``, writing no files."""
         self._cfg = with_defaults(type(self), cfg)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
+        self._gamma = discount_of(policy) if policy is not None else None  # of the discounted-return metric
         spec = getattr(policy, 'memory', None)
         self._memory = EnvMemory(spec, env.env_num) if spec else None  # a recurrent policy's state per env
         self.logger = build_logger(exp_name, instance_name)
@@ -61,6 +62,11 @@ class InteractionSerialEvaluator:
         self._csv_recorded_iter = -1
         self.on_nonfinite = 'stop'  # a NaN/inf from an env: 'stop' (NonFiniteEnvError) or 'skip' that episode
         self._tainted: set[int] = set()  # envs whose current episode had a NaN/inf (skipped)
+
+    @property
+    def last_eval_iter(self) -> int:
+        """The iteration of the last evaluation ``should_eval`` granted."""
+        return self._last_eval_iter
 
     def should_eval(self, train_iter: int) -> bool:
         """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation."""
@@ -87,6 +93,7 @@ class InteractionSerialEvaluator:
             self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
         self.episode_metrics = []
+        self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
 
     def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs with episodes still to run and their observations stacked, where the policy and the env
@@ -125,6 +132,7 @@ class InteractionSerialEvaluator:
     def _reset_env(self, env_id: int) -> None:
         """``env_id``'s episode ended: the policy's and the memory's state for it start again."""
         self._policy.reset([env_id])
+        self._discounted[env_id], self._length[env_id] = 0.0, 0
         if self._memory is not None:
             self._memory.reset(env_id)
 
@@ -151,20 +159,26 @@ class InteractionSerialEvaluator:
                     raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env "
                                        f"restarts or non-finite values (last error: {timestep.info.get('error')})")
                 continue
+            self._discounted[env_id] += self._gamma ** self._length[env_id] * to_scalar(timestep.reward, 'reward')
+            self._length[env_id] += 1
             if done:
                 self._returns.append(_episode_return(timestep.info, env_id))
-                self.episode_metrics.append(episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ())))
+                self.episode_metrics.append({
+                    **return_metrics(self._returns[-1], self._discounted[env_id], self._length[env_id]),
+                    **episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ()))})
                 self._quota[env_id] -= 1
                 self._reset_env(env_id)
 
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
-             envstep: int = -1) -> tuple[bool, dict[str, float]]:
-        """Evaluate, log a row to ``evaluator.csv``, save ``ckpt_best.pth.tar`` on a new best; ``(stop, info)``."""
+             envstep: int = -1, tb_step: int | None = None) -> tuple[bool, dict[str, float]]:
+        """Evaluate, log a row to ``evaluator.csv``, save ``ckpt_best.pth.tar`` on a new best; ``(stop, info)``.
+        Tensorboard files it under ``envstep``, or ``tb_step`` where given (an offline run: the iteration)."""
         returns = self.run_episodes()
-        return self.record(returns, save_ckpt_fn, train_iter, envstep, self.episode_metrics)
+        return self.record(returns, save_ckpt_fn, train_iter, envstep, self.episode_metrics, tb_step)
 
     def record(self, returns: list[float], save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
-               envstep: int = -1, metrics: list[dict[str, float]] | None = None) -> tuple[bool, dict[str, float]]:
+               envstep: int = -1, metrics: list[dict[str, float]] | None = None,
+               tb_step: int | None = None) -> tuple[bool, dict[str, float]]:
         """Log the episode ``returns`` (and info ``metrics``, a dict per episode) of the weights of ``train_iter``
         as ``eval`` does; ``(stop, info)``."""
         returns = np.asarray(returns)
@@ -172,7 +186,7 @@ class InteractionSerialEvaluator:
                 'return_min': float(returns.min()), 'return_max': float(returns.max()),
                 **mean_metrics(metrics or [])}
         self._append_csv(train_iter, envstep, info)
-        write_scalars(self._tb_logger, 'evaluator', info, envstep)
+        write_scalars(self._tb_logger, 'evaluator', info, envstep if tb_step is None else tb_step)
         if info['return_mean'] > self.best_return:
             self.best_return = info['return_mean']
             if save_ckpt_fn is not None:

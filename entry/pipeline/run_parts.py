@@ -15,7 +15,7 @@ from torch import nn
 from ding_lite.config import ConfigError, reward_clip_bounds
 from ding_lite.data.collate import batch_len, default_collate
 from envs import create_env_manager, get_vec_env_setting
-from ding_lite.model import RunningObsNorm
+from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from envs.adapt import adapted_env
 from policy_zoo import Policy, create_policy, get_policy_cls
 
@@ -41,8 +41,9 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
 
 def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
                       enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
-    """The run's policy. With ``env.norm_obs.use_norm`` its model carries a ``RunningObsNorm`` as ``obs_norm``, so
-    the statistics go wherever the model's weights go (checkpoints, Ray actors, ``eval``)."""
+    """The run's policy. With ``env.norm_obs.use_norm`` its model carries a ``RunningObsNorm`` as ``obs_norm``, with
+    ``env.norm_reward.use_norm`` a ``RunningRewardNorm`` as ``reward_norm``, so the statistics go wherever the
+    model's weights go (checkpoints, Ray actors, ``eval``)."""
     if model is not None:  # a model given to the pipeline: the policy's own initialisation, as a built one has
         model = get_policy_cls(cfg.policy).init_model(model, cfg.policy)
     norm = cfg.env.get('norm_obs') or {}
@@ -57,14 +58,22 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
         model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
         if not hasattr(model, 'obs_norm'):
             model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
+    norm = cfg.env.get('norm_reward') or {}
+    if norm.get('use_norm'):
+        model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
+        if not hasattr(model, 'reward_norm'):
+            model.reward_norm = RunningRewardNorm(norm.get('clip', 10.0))
     return create_policy(cfg.policy, model=model, enable_field=enable_field)
 
 
 def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:
     """A collected batch into the run: its raw actions and rewards to the learner's histograms, rewards clipped
-    (``env.reward_clip``) into the replay buffer, its observations into the policy's normaliser, where it has one
-    (only collected data moves the statistics; evaluation never does)."""
+    (``env.reward_clip``) into the replay buffer, its observations (and the collector's running returns) into the
+    policy's normalisers, where it has them (only collected data moves the statistics; evaluation never does)."""
     run.learner.observe_collected(batch['action'], batch['reward'])
+    returns = batch.get('running_return')  # the collector's, where rewards are normalised: not stored
+    if returns is not None:
+        batch = {k: v for k, v in batch.items() if k != 'running_return'}
     bounds = reward_clip_bounds(cfg.env.get('reward_clip'))
     if bounds is not None:
         batch = {**batch, 'reward': torch.as_tensor(batch['reward']).clamp(*bounds)}
@@ -72,6 +81,9 @@ def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:
     norm = getattr(run.policy.model, 'obs_norm', None)
     if norm is not None:
         norm.update(torch.as_tensor(batch['obs']))
+    norm = getattr(run.policy.model, 'reward_norm', None)
+    if norm is not None:
+        norm.update(torch.as_tensor(returns))
 
 
 class RandomCollectPolicy:

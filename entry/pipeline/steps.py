@@ -52,7 +52,8 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
-    if overlap:  # after on_nonfinite: the child collector takes it along
+    collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
+    if overlap:  # after on_nonfinite and norm_reward: the child collector takes them along
         collector = OverlappedCollector(collector, policy, cfg.seed)
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,

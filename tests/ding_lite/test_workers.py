@@ -46,6 +46,32 @@ def test_sample_collector_counts_and_time_limit_done_is_false(setup):
         collector.collect(n_sample=0)
 
 
+def test_episode_metrics_are_the_discounted_return_and_the_reward_per_step_by_hand(setup):
+    cfg, policy = setup
+    policy.collect_mode.cfg.learn.discount_factor = 0.9
+    for columnar in (True, False):  # the columnar path and the per-env one
+        collector = SampleSerialCollector(cfg.policy.collect.collector, _manager(2, steps=4), policy.collect_mode,
+                                          exp_name=cfg.exp_name)
+        if not columnar:
+            collector._columnar_keys = lambda: None
+        data = collector.collect(n_sample=8)
+        rewards = [float(t['reward']) for t in data[0::2]]                     # env 0's one episode, in order
+        (episode, _) = [e for e in collector.finished_episodes]
+        assert episode['discounted_return'] == pytest.approx(sum(0.9 ** t * r for t, r in enumerate(rewards)))
+        assert episode['reward_per_step'] == pytest.approx(sum(rewards) / 4)
+        assert episode['reward_per_step'] == pytest.approx(episode['return'] / 4)
+    manager, seen = _manager(2, steps=4), {0: [], 1: []}
+    step = manager.step
+    manager.step = lambda actions: {i: seen[i].append(float(t.reward)) or t for i, t in step(actions).items()}
+    policy.eval_mode.cfg.learn.discount_factor = 0.5
+    evaluator = InteractionSerialEvaluator(dict(cfg.policy.eval.evaluator, n_episode=2), manager, policy.eval_mode,
+                                           exp_name=None)
+    returns = evaluator.run_episodes()
+    for env_id, (ret, metrics) in enumerate(zip(returns, evaluator.episode_metrics)):
+        assert metrics['discounted_return'] == pytest.approx(sum(0.5 ** t * r for t, r in enumerate(seen[env_id])))
+        assert metrics['reward_per_step'] == pytest.approx(ret / 4)
+
+
 def test_episode_collector_returns_whole_episodes(setup):
     cfg, policy = setup
     collector = EpisodeSerialCollector({'type': 'episode'}, _manager(2, steps=5), policy.collect_mode,
@@ -126,7 +152,7 @@ def test_evaluator_spreads_episodes_writes_csv_and_best(setup):
     assert [r['train_iter'] for r in rows] == ['10', '20'] and rows[0]['envstep'] == '500'
     assert float(rows[0]['return_mean']) == pytest.approx(info['return_mean'], rel=1e-5)
     assert list(rows[0]) == ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min',
-                             'return_max']
+                             'return_max', 'discounted_return', 'reward_per_step']   # ALF's metrics beside it
 
 
 def test_learner_hooks_in_di_engine_form(setup):

@@ -137,3 +137,36 @@ def test_optimiser_knobs_refuse_bad_values_at_compile_time(tiny_pendulum):
     main.policy.model.init = 'kaiming'
     with pytest.raises(ConfigError, match="model.init='kaiming': expected one of default, xavier, orthogonal"):
         _sac(main)
+
+
+def test_reward_norm_scales_by_the_running_returns_spread_by_hand(tiny_pendulum):
+    import numpy as np
+    from entry.pipeline.run_parts import store
+    main, create = tiny_pendulum
+    main.env.norm_reward = dict(use_norm=True, clip=10.0)
+    main.policy.learn.discount_factor = 0.9
+    cfg, run = _built(main, create)
+    with closing(run):
+        batch = run.collector.collect_batch(n_sample=60)              # 2 envs x 30 steps: one episode end each
+        rewards = np.asarray(batch['reward'], np.float64).reshape(30, 2)
+        returns, running = [], np.zeros(2)
+        for t, row in enumerate(rewards):                             # SB3: R = gamma R + r, zero after a done
+            running = 0.9 * running + row
+            returns.append(running.copy())
+            if t == 19:
+                running = np.zeros(2)
+        returns = np.asarray(returns).reshape(-1)
+        assert np.allclose(batch['running_return'], returns, rtol=1e-5)
+        store(cfg, run, batch)
+        norm = run.policy.model.reward_norm
+        assert 'running_return' not in run.buffer.sample(4)           # the column is not stored
+        assert float(norm.count) == 60 and np.isclose(float(norm.var), returns.var(), rtol=1e-4)
+        sample = run.buffer.sample(16)
+        raw = sample.reward
+        scaled = run.policy._preprocess_learn(sample).reward
+        assert torch.allclose(scaled, (raw / (returns.var() + 1e-8) ** 0.5).clamp(-10, 10).float(), rtol=1e-4)
+        state = run.learner.policy.state_dict()['model']
+        assert 'reward_norm.var' in state                              # kept in every checkpoint
+        evaluator_before = norm.count.clone()
+        run.evaluator.run_episodes()
+        assert torch.equal(norm.count, evaluator_before)              # frozen in evaluation

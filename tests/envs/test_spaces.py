@@ -208,7 +208,7 @@ def test_env_key_typos_are_one_error_line_at_the_command_line(tmp_path):
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("ding_lite: error: ConfigError: unknown config key 'env.colector_env_num'; did you mean "
                            "'env.collector_env_num'? (envs each collector steps) declared here: act_scale, ")
-    assert 'norm_obs, reward_clip, stop_value, wrappers' in line and 'Traceback' not in result.stderr
+    assert 'norm_obs, norm_reward, reward_clip, stop_value, wrappers' in line and 'Traceback' not in result.stderr
 
 
 def test_norm_obs_on_images_is_refused_before_any_env_step(tmp_path):

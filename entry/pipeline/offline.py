@@ -1,0 +1,86 @@
+"""``serial_pipeline_offline``: learn from a file of transitions with no env step (DI-engine's pipeline of that name,
+ALF's offline replay), evaluating in the env at ``eval_freq``."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from easydict import EasyDict
+from torch import nn
+
+from ding_lite.config import ConfigError
+from ding_lite.data import ReplayBuffer
+from ding_lite.data.buffer import BUFFER_KIND
+from ding_lite.data.demo import DEMO_KIND
+from ding_lite.utils.checkpoint import load_file
+from policy_zoo import Policy
+from .config_input import compile_run
+from .life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
+from .steps import begin_run, build_serial, load_demo_buffer
+
+
+def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
+                            model: nn.Module | None = None, max_train_iter: int = int(1e10),
+                            resume: bool | str = False, overrides: dict[str, Any] | None = None) -> Policy:
+    """Train the config's policy on ``policy.learn.data_path`` alone (DI-engine's signature, plus ``resume`` and
+    ``overrides`` as ``serial_pipeline``'s): zero env steps; the evaluator runs at ``eval_freq`` iterations and
+    once at the end, and checkpoints, resume points and ``evaluator.csv`` are written as in a serial run (its
+    ``envstep`` column stays 0; tensorboard files evaluations by iteration). Returns the trained policy."""
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    path = cfg.policy.learn.get('data_path')
+    if not path or not os.path.isfile(str(path)):
+        raise ConfigError(f"policy.learn.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
+                          f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
+    with starting(cfg, resume_path):
+        run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
+    with closing(run):
+        with starting(cfg, resume_path):
+            data = offline_data(cfg, run.buffer, run.collector_env.env_ref, str(path))
+            run.learner.save_replay_buffer = False  # the data stays in its file: a resume reads it again
+            if resume_path:
+                run.learner.resume(resume_path)
+        train_offline(cfg, run, data, max_train_iter)
+    return run.policy
+
+
+def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:
+    """The transitions of ``path`` in a buffer on ``buffer``'s device: a demonstration file (checked against the
+    run's env and model), a replay buffer's state, or a resume point's buffer file (its ``replay_buffer``)."""
+    state = load_file(path, 'offline data file')
+    if isinstance(state, dict) and state.get('kind') == DEMO_KIND:
+        return load_demo_buffer(cfg, buffer, env, path)
+    if isinstance(state, dict) and 'replay_buffer' in state:
+        state = state['replay_buffer']
+    if not (isinstance(state, dict) and state.get('kind') == BUFFER_KIND and state.get('count')):
+        raise ValueError(f"policy.learn.data_path={path!r} is neither a demonstration file nor a non-empty replay "
+                         f"buffer file (ckpt/*.buffer.pth.tar)")
+    data = ReplayBuffer({'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
+    data.load_state_dict(state, path)
+    obs, want = data.sample(1).obs, cfg.policy.model.get('obs_shape')
+    if isinstance(want, int) and tuple(obs.shape[1:]) != (want,):
+        raise ValueError(f"{path} holds observations of shape {tuple(obs.shape[1:])}, but the model's obs_shape is "
+                         f"{want}")
+    return data
+
+
+def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: int) -> None:
+    """Learn steps on ``data`` until ``max_train_iter`` or the stop value, evaluating at ``eval_freq`` and at the
+    end; Ctrl-C (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
+    learner, evaluator = run.learner, run.evaluator
+    max_train_iter = begin_run(cfg, run, max_train_iter)
+
+    def evaluate() -> bool:
+        return evaluator.eval(learner.save_checkpoint, learner.train_iter, 0, tb_step=learner.train_iter)[0]
+
+    with graceful_interrupt() as interrupted, naming_resume_point(learner):
+        stop = False
+        while learner.train_iter < max_train_iter and not interrupted.is_set():
+            if evaluator.should_eval(learner.train_iter) and (stop := evaluate()):
+                break
+            learner.train(data.sample(cfg.policy.learn.batch_size), 0)
+        if not (stop or interrupted.is_set()) and evaluator.last_eval_iter != learner.train_iter:
+            evaluate()  # the trained policy's return
+        after_run(cfg, learner, interrupted.is_set())
+    summarise(cfg, learner, 0, evaluator, interrupted=interrupted.is_set())
+    if interrupted.is_set():
+        raise KeyboardInterrupt
