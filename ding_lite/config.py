@@ -216,8 +216,9 @@ def _merge_value(default: Any, value: Any, path: str, docs: dict[str, str] | Non
     return copy.deepcopy(value)
 
 
-# keys whose value may also be a list of values of their default's type (several checkpoints to load)
-ALSO_A_LIST = ('learn.learner.hook.load_ckpt_before_run',)
+# keys whose value may also be a list of values of their default's type (several checkpoints to load; a gamma per
+# dimension of a multi-dimensional reward)
+ALSO_A_LIST = ('learn.learner.hook.load_ckpt_before_run', 'learn.discount_factor')
 
 
 def _check_type(default: Any, value: Any, path: str) -> Any:
@@ -249,7 +250,11 @@ def _typed(ok: bool, value: Any, path: str, expected: str) -> Any:
 
 
 def _check_value(value: Any, path: str) -> None:
-    rule = _VALUE_RULES.get(path.rsplit('.', 1)[-1])
+    if isinstance(value, list) and path.endswith(ALSO_A_LIST):
+        for i, item in enumerate(value):
+            _check_value(item, f"{path}[{i}]")
+        return
+    rule = _VALUE_RULES.get(path.rsplit('.', 1)[-1].split('[')[0])
     if rule and isinstance(value, (int, float)) and not isinstance(value, bool) and not rule[0](value):
         raise ConfigError(f"config key {path!r} must be {rule[1]}, got {value!r}")
 

@@ -6,9 +6,10 @@ from .env_manager import BaseEnvManager, create_env_manager, get_vec_env_setting
 from .subprocess_env_manager import SubprocessEnvManager
 from .envpool_env_manager import EnvPoolEnvManager
 from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
+from .multi_reward import PendulumSplitEnv
 from .pomdp import PendulumPositionEnv
 
 __all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'PendulumPositionEnv',
-           'CartPoleEnv',
+           'PendulumSplitEnv', 'CartPoleEnv',
            'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
            'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']

@@ -212,7 +212,7 @@ class BaseEnvManager:
         terminated = done.copy() if ended else done
         for k in ended:
             terminated[k] = not steps[k].info.get('TimeLimit.truncated', False)
-        reward = _scalar_column([t.reward for t in steps], np.float64, 'reward', env_ids)
+        reward = _reward_column([t.reward for t in steps], env_ids)
         obs = np.array([t.obs for t in steps]) if steps else np.empty((0,))
         info = {env_ids[k]: steps[k].info for k in ended} if ended else None
         return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted, info)
@@ -303,6 +303,18 @@ def _scalar_column(values: list[Any], dtype: Any, what: str, env_ids: list[int])
     if column is None or column.shape != (len(values),):
         column = np.array([to_scalar(v, f"env {i}'s {what}") for i, v in zip(env_ids, values)], dtype=dtype)
     return column
+
+
+def _reward_column(values: list[Any], env_ids: list[int]) -> np.ndarray:
+    """The envs' rewards as a column ``[N]``, or ``[N, D]`` where each is a vector (a multi-dimensional reward: the
+    collector checks D against ``policy.reward_weights``)."""
+    if values and np.ndim(values[0]) == 1 and np.size(values[0]) > 1:
+        try:
+            return np.array(values, dtype=np.float64)
+        except ValueError:
+            raise ValueError(f"envs {env_ids} returned rewards of different shapes: "
+                             f"{sorted({np.shape(v) for v in values})}") from None
+    return _scalar_column(values, np.float64, 'reward', env_ids)
 
 
 def _recording(env_fn: Callable[[], BaseEnv], replay_path: str) -> BaseEnv:

@@ -142,13 +142,17 @@ class GymnasiumEnv(BaseEnv):
         info['TimeLimit.truncated'] = bool(truncated and not terminated)
         if done:
             info['eval_episode_return'] = self._episode_return
-        return BaseEnvTimestep(obs, np.float32(self._train_reward(reward)), done, info)
+        reward = self._train_reward(reward)
+        return BaseEnvTimestep(obs, np.float32(reward) if np.ndim(reward) == 0 else np.asarray(reward, np.float32),
+                               done, info)
 
     def _advance(self, env_action: Any) -> tuple[Any, Any, bool, bool, dict]:
         """gymnasium's step with an action in the env's own space, counted into the episode; float64 obs as
         float32."""
         obs, reward, terminated, truncated, info = self._env.step(env_action)
-        self._episode_return += float(reward)
+        # a vector reward (policy.reward_weights) sums per dimension
+        self._episode_return = self._episode_return + (float(reward) if np.ndim(reward) == 0 else
+                                                       np.asarray(reward, np.float64))
         self._episode_steps += 1
         if type(obs) is not np.ndarray or obs.dtype == np.float64:  # float32 arrays (the common case) as they are
             obs = self._obs(obs)

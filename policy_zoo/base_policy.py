@@ -6,6 +6,7 @@ from collections import deque
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from easydict import EasyDict
 from torch import Tensor, nn
@@ -13,6 +14,7 @@ from torch import Tensor, nn
 from ding_lite.utils.default_config import ConfigError, class_default_config
 from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
+from ding_lite.model.wrappers import set_training
 from ding_lite.model.heads import initialise
 from ding_lite.model.recurrent import Memory
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
@@ -106,6 +108,8 @@ class Policy:
     def __init__(self, cfg: dict, model: nn.Module | None = None,
                  enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> None:
         self._cfg = EasyDict(cfg)
+        weights = self._cfg.get('reward_weights')  # a vector reward's weights, as the returns of every mode weigh it
+        self.reward_weights = np.asarray(weights, dtype=np.float64) if weights else None
         self._device = torch.device(resolve_device(self._cfg.get('cuda', False), self._cfg.get('device')))
         self._model = (model if model is not None else self.create_model(self._cfg)).to(self._device)
         # observation normalisation (env.norm_obs) travels with the model; every mode applies it to what it is given
@@ -147,7 +151,8 @@ class Policy:
     def learn_mode(self) -> SimpleNamespace:
         return SimpleNamespace(forward=self._forward_learn, reset=self._reset_learn, state_dict=self._state_dict_learn,
                                load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
-                               train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg)
+                               train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg,
+                               set_reward_weights=getattr(self, 'set_reward_weights', None))
 
     @property
     def collect_mode(self) -> SimpleNamespace:
@@ -155,13 +160,14 @@ class Policy:
                                state_dict=self._state_dict_collect, load_state_dict=self._load_state_dict_collect,
                                process_transition=self._process_transition, get_train_sample=self._get_train_sample,
                                forward_batch=self._batch_forward('collect'), pop_entropy=self._pop_collect_entropy,
-                               plain_transition_keys=self._plain_transition_keys(), memory=self.memory, cfg=self._cfg)
+                               plain_transition_keys=self._plain_transition_keys(), memory=self.memory, cfg=self._cfg,
+                               reward_weights=self.reward_weights)
 
     @property
     def eval_mode(self) -> SimpleNamespace:
         return SimpleNamespace(forward=self._forward_eval, reset=self._reset_eval, state_dict=self._state_dict_eval,
                                load_state_dict=self._load_state_dict_eval, forward_batch=self._batch_forward('eval'),
-                               memory=self.memory, cfg=self._cfg)
+                               memory=self.memory, cfg=self._cfg, reward_weights=self.reward_weights)
 
     def _batch_forward(self, mode: str) -> Any:
         """The mode's forward on stacked observations, or None where a subclass changed its per-env forward (the
@@ -249,7 +255,7 @@ class Policy:
         """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device. ``memory``
         (a recurrent model's): the envs' states and previous action and reward (``EnvMemory.inputs``)."""
         if model.training:  # the learn mode leaves the shared model in training mode
-            model.eval()
+            set_training(model, False)
         obs = self._normalize_obs(obs.to(self._device))
         if memory is not None:  # one step of each env's sequence
             step = {k: v.to(self._device).unsqueeze(1) for k, v in memory.items() if k != 'state'}

@@ -84,8 +84,8 @@ class DiscreteSACPolicy(SACPolicy):
         return F.log_softmax(logit, dim=-1)                                  # [B, A]
 
     def _q_pred(self, batch: Batch) -> Tensor:
-        q_all = self._critic(batch.obs)                                      # [E, B, A(, K signals)]
-        if self._signals is not None:
+        q_all = self._critic(batch.obs)                                      # [E, B, A(, K heads)]
+        if self._heads is not None:
             index = batch.action.long().view(1, -1, 1, 1).expand(q_all.shape[0], -1, 1, q_all.shape[-1])
             return q_all.gather(-2, index).squeeze(-2)                       # [E, B, K]
         index = batch.action.long().view(1, -1, 1).expand(q_all.shape[0], -1, 1)
@@ -93,17 +93,18 @@ class DiscreteSACPolicy(SACPolicy):
 
     def _soft_target_v(self, next_obs: Any) -> Tensor:
         log_pi = self._log_pi(next_obs)
-        q_min = self._critic(next_obs, target=True).min(0).values
-        if self._signals is not None:  # each signal's soft value: [B, K]
-            return (log_pi.exp()[..., None] * (q_min - self._alpha.value * log_pi[..., None])).sum(-2)
-        return (log_pi.exp() * (q_min - self._alpha.value * log_pi)).sum(-1)
+        q = self._critic(next_obs, target=True)
+        if self._heads is not None:  # each head's soft value [B, K], with its share of the entropy bonus
+            bonus = self._alpha.value * log_pi[..., None] * self._heads.entropy_share()
+            return (log_pi.exp()[..., None] * (self._heads.reduce(q) - bonus)).sum(-2)
+        return (log_pi.exp() * (q.min(0).values - self._alpha.value * log_pi)).sum(-1)
 
     def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         log_pi = self._log_pi(obs)
         pi = log_pi.exp()
         with torch.no_grad():
-            q_min = self._critic(obs).min(0).values
-            q_min = q_min if self._signals is None else q_min.mean(-1)  # the mean over the signals' values
+            q = self._critic(obs)
+            q_min = q.min(0).values if self._heads is None else self._heads.combine(self._heads.reduce(q))
         entropy = -(pi * log_pi).sum(-1)
         stats = {'max_prob': pi.detach().max(-1).values.mean()}  # near 1: the policy has become greedy
         return row_mean((pi * (self._alpha.value * log_pi - q_min)).sum(-1), obs), entropy.detach(), stats

@@ -13,15 +13,18 @@ from torch import Tensor, nn
 
 from ding_lite.data import Batch
 from ding_lite.model import model_wrap
+from ding_lite.model.wrappers import set_training
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils.reward_heads import RewardVector
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
-from .sac_options import check_memory, check_optimiser_knobs, check_signals, cloning_and_signals
+from .sac_options import check_memory, check_optimiser_knobs, check_reward_weights, check_signals, \
+    cloning_and_signals
 
 
 def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
@@ -83,7 +86,8 @@ class SACPolicy(Policy):
     (default: the weighted squared ``_critic_td``), ``_actor_q(obs, action) -> [B]`` (default: the critics' min),
     ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and ``_default_target_entropy()``. ``stats`` (detached
     scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return. With
-    ``reward_signals`` the critics' values and targets gain a last axis, one per signal; with ``model.rnn`` ``obs`` is
+    ``reward_weights`` or ``reward_signals`` the critics' values and targets gain a last axis, one per reward dimension
+    or signal (``RewardHeads``); with ``model.rnn`` ``obs`` is
     a ``Memory`` and the rows' means are over its loss steps.
     """
 
@@ -100,6 +104,9 @@ class SACPolicy(Policy):
         burnin_step=0,                        # steps before each sequence that only advance the state (model.rnn)
         save_prev_state=True,                 # sequences start from the state stored at their first step; False: zero
         memory=None,                          # ML-Agents' network_settings.memory: dict(memory_size, sequence_length)
+        reward_weights=None,                  # ALF's: the env's reward is a vector of this many dimensions, a critic
+                                              # head each (a gamma each: discount_factor a list); the actor maximises
+                                              # weights · Q (set_reward_weights changes them)
         reward_signals=None,                  # ML-Agents': dict(extrinsic=dict(strength, gamma), rnd=dict(...)), each
                                               # signal a critic head; None: the env's reward alone
         behavioral_cloning=None,              # ML-Agents': dict(demo_path, strength, steps, batch_size): the actor's
@@ -153,6 +160,7 @@ class SACPolicy(Policy):
         super().check_config(cfg)
         check_memory(cfg, cls.recurrent)
         check_signals(cfg, cls.signal_heads)
+        check_reward_weights(cfg, cls.signal_heads)
         delay = cfg.learn.policy_delay
         if not (isinstance(delay, int) and delay >= 1):
             raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
@@ -201,7 +209,7 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
-        self._bc, self._signals = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
+        self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
@@ -216,6 +224,15 @@ class SACPolicy(Policy):
         if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
             self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
 
+    def set_reward_weights(self, weights: list[float]) -> None:
+        """ALF's: the trade-off between the reward dimensions (``policy.reward_weights``) from the next learn step on;
+        the collector's and evaluator's returns weigh the dimensions alike from then on."""
+        if not isinstance(self._heads, RewardVector):
+            raise ValueError("set_reward_weights: this policy learns no multi-dimensional reward; set "
+                             "policy.reward_weights (one weight per dimension of the env's reward)")
+        self._heads.set_weights(weights)
+        self.reward_weights[:] = self._heads.weights.cpu().numpy()  # in place: the collector and evaluator hold it
+
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size
         return -float(math.prod(shape) if isinstance(shape, (list, tuple)) else shape)  # -dim(A), SAC's heuristic
@@ -229,20 +246,22 @@ class SACPolicy(Policy):
         inputs = {'obs': obs} if action is None else {'obs': obs, 'action': action}
         q = model.forward(inputs, mode='compute_critic')['q_value']
         q = q if self._n_critics > 1 else q.unsqueeze(0)  # [E, B(, A or quantiles)]
-        one_signal = self._signals is not None and getattr(self._model, 'reward_heads', 1) == 1
+        one_signal = self._heads is not None and getattr(self._model, 'reward_heads', 1) == 1
         return q.unsqueeze(-1) if one_signal else q  # one signal: its axis kept
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
             if model is not None and not model.training:
-                model.train()
+                set_training(model, True)
         if 'mask' in data:  # a recurrent model's sequences: obs and next_obs are Memory
             batch = sequence_batch(data, self._device, self._cfg.get('burnin_step', 0), self._normalize_obs,
                                    self._model.memory['state_size'], ignore_done=self._cfg.learn.ignore_done,
                                    use_priority_IS_weight=self._cfg.priority_IS_weight)
         else:
             batch = preprocess_learn_batch(data, self._device, ignore_done=self._cfg.learn.ignore_done,
-                                           use_priority_IS_weight=self._cfg.priority_IS_weight)
+                                           use_priority_IS_weight=self._cfg.priority_IS_weight,
+                                           reward_dims=len(self.reward_weights) if self.reward_weights is not None
+                                           else None)
             if self._obs_norm is not None:  # the buffer keeps raw observations: normalised with today's statistics
                 batch.obs, batch.next_obs = self._normalize_obs(batch.obs), self._normalize_obs(batch.next_obs)
         if self._reward_norm is not None:  # and raw rewards (SB3's rule)
@@ -254,10 +273,10 @@ class SACPolicy(Policy):
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
         signal_stats = {}
-        if self._signals is not None:  # rewarded now, by the models as they are: [B, K], one column per signal
-            batch.reward = self._signals.rewards(batch)
+        if self._heads is not None:  # [B, K]: a column per reward dimension, or per signal (rewarded now, by the
+            batch.reward = self._heads.rewards(batch)  # reward models as they are)
             own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
-            signal_stats = self._signal_stats if own_batches else self._signals.train_step(batch)
+            signal_stats = self._signal_stats if own_batches else self._heads.train_step(batch)
         stats = self._update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
@@ -266,7 +285,7 @@ class SACPolicy(Policy):
     def _train_reward_models(self, data: list[dict] | Batch) -> None:
         """One step of every reward model on ``data``, a mini-batch of their own (``reward_signal_steps_per_update``);
         its losses are logged with the next learn step."""
-        self._signal_stats = self._signals.train_step(self._preprocess_learn(data))
+        self._signal_stats = self._heads.train_step(self._preprocess_learn(data))
 
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics.
@@ -282,10 +301,11 @@ class SACPolicy(Policy):
         self._learn_steps += 1
         sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
         stats = {}
-        if self._signals is not None:  # [E, B, K]: each signal's reward and value, then the means over signals
-            stats = {f'reward_signal/{name}/{key}': value[..., k].mean() for k, name in enumerate(self._signals.names)
+        if self._heads is not None:  # [E, B, K]: each head's reward and value, then the weighted values
+            heads = self._heads
+            stats = {f'{heads.stat_prefix}/{name}/{key}': value[..., k].mean() for k, name in enumerate(heads.names)
                      for key, value in (('reward', batch.reward), ('value', q.detach()))}
-            td, q, target_q = td.abs().mean(-1), q.mean(-1), target_q.mean(-1)
+            td, q, target_q = td.abs().mean(-1), heads.combine(q), heads.combine(target_q)
         stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
         if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
@@ -323,7 +343,7 @@ class SACPolicy(Policy):
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         td, q, target_q = self._critic_td(batch)
-        squared = td.pow(2) if self._signals is None else td.pow(2).mean(-1)  # signals: the mean of their losses
+        squared = td.pow(2) if self._heads is None else self._heads.loss_mean(td.pow(2), target_q)
         return (batch.weight * squared).mean(-1).sum(), td, q, target_q
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
@@ -339,11 +359,11 @@ class SACPolicy(Policy):
 
     def _bootstrap(self, batch: Batch, v: Tensor) -> Tensor:
         """``r + gamma (1 - done) v``: ``[B]``, or ``[B, K]`` where the soft value ``v`` has K atoms; with reward
-        signals ``[B, K]``, each its own reward and gamma, done ignored where the signal's value bootstraps through
-        episode ends."""
-        if self._signals is not None:
-            signals = self._signals
-            return batch.reward + signals.gamma * (1 - batch.done[:, None] * signals.use_done) * v
+        heads (dimensions or signals) ``[B, K]``, each its own reward and gamma, done ignored where the head's value
+        bootstraps through episode ends."""
+        if self._heads is not None:
+            heads = self._heads
+            return batch.reward + heads.gamma * (1 - batch.done[:, None] * heads.use_done) * v
         reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
         return reward + self._gamma * (1 - done) * v
 
@@ -352,7 +372,10 @@ class SACPolicy(Policy):
 
     def _soft_target_v(self, next_obs: Tensor) -> Tensor:
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
-        q_min = self._critic(next_obs, action, target=True).min(0).values   # [B], or [B, K] with reward signals
+        q = self._critic(next_obs, action, target=True)
+        if self._heads is not None:  # [B, K]: each head's replica reduction and its share of the entropy bonus
+            return self._heads.reduce(q) - self._alpha.value * log_prob[:, None] * self._heads.entropy_share()
+        q_min = q.min(0).values                                            # [B], or [B, K] atoms
         return q_min - self._alpha.value * (log_prob if q_min.dim() == 1 else log_prob[:, None])
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
@@ -362,8 +385,9 @@ class SACPolicy(Policy):
         return row_mean(self._alpha.value * log_prob - self._actor_q(obs, action), obs), -log_prob.detach(), stats
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
-        q_min = self._critic(obs, action).min(0).values
-        return q_min if self._signals is None else q_min.mean(-1)  # ML-Agents: the mean over the signals' values
+        q = self._critic(obs, action)
+        # reward heads: weights · Q (ALF's multi-dimensional reward; the mean of the signals' values, ML-Agents')
+        return q.min(0).values if self._heads is None else self._heads.combine(self._heads.reduce(q))
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
         """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
@@ -377,9 +401,9 @@ class SACPolicy(Policy):
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
         names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
-        signals = (self._signals.stat_names() if self._signals is not None else []) + \
+        heads = (self._heads.stat_names() if self._heads is not None else []) + \
             (['bc_loss'] if self._bc is not None else [])
-        return names + (['alpha_loss'] if self._alpha.learned else []) + signals
+        return names + (['alpha_loss'] if self._alpha.learned else []) + heads
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 
@@ -390,7 +414,7 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
-                **({'reward_signals': self._signals.state_dict()} if self._signals is not None else {}),
+                **(self._heads.learn_state() if self._heads is not None else {}),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
@@ -400,8 +424,10 @@ class SACPolicy(Policy):
         load_optimizer(self._optimizer_q, state['optimizer_q'])
         load_optimizer(self._optimizer_policy, state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
-        if self._signals is not None:
-            self._signals.load_state_dict(state['reward_signals'])
+        if self._heads is not None:
+            self._heads.load_learn_state(state)
+            if isinstance(self._heads, RewardVector):
+                self.reward_weights[:] = self._heads.weights.cpu().numpy()
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None

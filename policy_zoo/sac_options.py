@@ -10,6 +10,7 @@ from easydict import EasyDict
 
 from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.rl_utils.cloning import BehaviouralCloning
+from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector, check_weights
 from ding_lite.model.heads import INITIALISERS
 from ding_lite.utils.default_config import ConfigError
 
@@ -107,14 +108,37 @@ def check_optimiser_knobs(cfg: EasyDict, target_network: bool) -> None:
                           f"the target every {freq}th: set target_update_freq=1 or cuda_graph=False")
 
 
+def check_reward_weights(cfg: EasyDict, reward_heads: bool) -> None:
+    """ALF's multi-dimensional reward: ``reward_weights`` a weight per dimension, ``learn.discount_factor`` one gamma
+    or one per dimension; the critics get a head per dimension."""
+    weights, gamma = cfg.get('reward_weights'), cfg.learn.discount_factor
+    if weights is None:
+        if isinstance(gamma, (list, tuple)):
+            raise ConfigError(f"policy.learn.discount_factor={list(gamma)!r} is a gamma per reward dimension: set "
+                              f"policy.reward_weights (one weight per dimension) too, or give one gamma")
+        return
+    weights = check_weights(weights)
+    if not reward_heads or cfg.model.get('rnn') or cfg.get('reward_signals'):
+        what = f"policy {cfg.type!r}" if not reward_heads else \
+            'a recurrent model (model.rnn)' if cfg.model.get('rnn') else 'policy.reward_signals'
+        raise ConfigError(f"policy.reward_weights: {what} does not learn a multi-dimensional reward; use policy "
+                          f"'sac' or 'discrete_sac' without model.rnn and reward_signals, or leave it None")
+    if isinstance(gamma, (list, tuple)):
+        check_weights(list(gamma), len(weights), 'policy.learn.discount_factor')
+        if not all(0 <= g <= 1 for g in gamma):
+            raise ConfigError(f"policy.learn.discount_factor={list(gamma)!r}: each gamma in [0, 1]")
+    cfg.reward_weights = weights
+    cfg.model.reward_heads = len(weights)
+
+
 def cloning_and_signals(cfg: EasyDict, discrete: bool, action_size: int, device: torch.device
-                        ) -> tuple[BehaviouralCloning | None, RewardSignals | None]:
-    """``policy.behavioral_cloning``'s demonstrations and ``policy.reward_signals``' models, where set."""
-    if not (cfg.get('behavioral_cloning') or cfg.get('reward_signals')):
-        return None, None
+                        ) -> tuple[BehaviouralCloning | None, RewardHeads | None]:
+    """``policy.behavioral_cloning``'s demonstrations and the critics' reward heads: ``policy.reward_signals``'
+    models or ``policy.reward_weights``' dimensions, where set."""
     obs = cfg.model.get('obs_shape')
-    size = obs if isinstance(obs, int) else math.prod(obs)
+    size = obs if isinstance(obs, int) else math.prod(obs) if isinstance(obs, (list, tuple)) else None
     bc = BehaviouralCloning(cfg.behavioral_cloning, size, discrete, cfg.learn.batch_size, device) \
         if cfg.get('behavioral_cloning') else None
-    signals = RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else None
-    return bc, signals
+    if cfg.get('reward_weights'):
+        return bc, RewardVector(cfg.reward_weights, cfg.learn.discount_factor, device)
+    return bc, RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else None

@@ -68,6 +68,22 @@ def to_scalar(value: Any, what: str) -> float | int | bool:
     raise ValueError(f"{what} must be a number or a one-element array, got {shape}")
 
 
+def to_reward(value: Any, dim: int | None, what: str) -> float | np.ndarray:
+    """An env's reward: a number (``dim`` None), or ``dim`` numbers as a float32 array (a multi-dimensional reward,
+    ``policy.reward_weights``); a ``ValueError`` naming what came and what was expected."""
+    if dim is None:
+        try:
+            return float(to_scalar(value, what))
+        except ValueError as error:
+            raise ValueError(f"{error} (a reward vector needs policy.reward_weights, one weight per dimension)") \
+                from None
+    array = np.asarray(value, dtype=np.float32)
+    if array.size != dim or array.ndim > 1:
+        raise ValueError(f"{what} must hold {dim} numbers (policy.reward_weights has {dim}), got shape "
+                         f"{tuple(array.shape)}")
+    return array.reshape(dim)
+
+
 def default_collate(batch: Sequence[Any], path: str = 'data', as_batch: bool = True) -> Any:
     """Stack a list of samples (nested dicts / tuples of arrays, numbers or tensors) along a new first dim.
 

@@ -2,12 +2,32 @@
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from ..registry import WRAPPER_REGISTRY
+
+
+_MODULE_LISTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its modules, or None: train()
+
+
+def set_training(model: Any, mode: bool) -> None:
+    """``model.train(mode)`` (a wrapped model's too) without its walk through ``nn.Module.__setattr__`` for every
+    module: the flag is set on a cached list of the modules (called twice per env step, once per mode; the walk
+    was 14% of a graphed GPU loop). A model where any module overrides ``train`` gets ``model.train(mode)``."""
+    base = model.unwrapped if isinstance(model, ModelWrapper) else model
+    if base not in _MODULE_LISTS:
+        modules = list(base.modules())
+        _MODULE_LISTS[base] = None if any(type(m).train is not nn.Module.train for m in modules) else modules
+    modules = _MODULE_LISTS[base]
+    if modules is None:
+        base.train(mode)
+        return
+    for module in modules:
+        object.__setattr__(module, 'training', mode)
 
 
 class ModelWrapper:

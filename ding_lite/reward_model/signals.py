@@ -9,6 +9,7 @@ from torch import Tensor
 
 from ..registry import REWARD_MODEL_REGISTRY
 from ..rl_utils import load_optimizer
+from ..rl_utils.reward_heads import RewardHeads
 from ..utils.default_config import ConfigError
 
 EXTRINSIC = dict(strength=1.0, gamma=0.99)  # the env's own reward, ML-Agents' 'extrinsic'
@@ -34,21 +35,24 @@ def signal_config(name: str, cfg: dict | None) -> dict[str, Any]:
     return settings
 
 
-class RewardSignals:
+class RewardSignals(RewardHeads):
     """The signals in config order: ``rewards(batch) -> [B, K]`` (each signal's reward times its strength, the
-    extrinsic one the batch's own), ``gamma`` and ``use_done`` ``[K]``, and a training step of every reward model
-    on a batch. Its state (models and their optimizers) goes into the policy's learn state."""
+    extrinsic one the batch's own), ``gamma`` and ``use_done`` ``[K]``, weights 1/K (the actor maximises the mean
+    of their values, ML-Agents'), and a training step of every reward model on a batch. Its state (models and their
+    optimizers) goes into the policy's learn state."""
+
+    stat_prefix = 'reward_signal'
 
     def __init__(self, cfg: dict, obs_size: int, action_size: int, device: torch.device) -> None:
-        self.names = list(cfg)
-        settings = {name: signal_config(name, cfg[name]) for name in self.names}
+        names = list(cfg)
+        settings = {name: signal_config(name, cfg[name]) for name in names}
         self.models = {name: REWARD_MODEL_REGISTRY.build(name, settings[name], obs_size, action_size).to(device)
-                       for name in self.names if name != 'extrinsic'}
-        as_tensor = lambda values: torch.tensor(values, dtype=torch.get_default_dtype(), device=device)  # noqa: E731
-        self.strength = as_tensor([settings[name]['strength'] for name in self.names])
-        self.gamma = as_tensor([settings[name]['gamma'] for name in self.names])
-        self.use_done = as_tensor([0.0 if name in self.models and self.models[name].ignore_done else 1.0
-                                   for name in self.names])
+                       for name in names if name != 'extrinsic'}
+        use_done = [0.0 if name in self.models and self.models[name].ignore_done else 1.0 for name in names]
+        super().__init__(names, [settings[name]['gamma'] for name in names], use_done, [1 / len(names)] * len(names),
+                         device)
+        self.strength = torch.tensor([settings[name]['strength'] for name in names], dtype=self.gamma.dtype,
+                                     device=device)
 
     def rewards(self, batch: Any) -> Tensor:
         """``[B, K]``: every signal's reward for the batch, times its strength."""
@@ -63,8 +67,14 @@ class RewardSignals:
         return stats
 
     def stat_names(self) -> list[str]:
-        return [f'reward_signal/{name}/{key}' for name in self.names
+        return [f'{self.stat_prefix}/{name}/{key}' for name in self.names
                 for key in ('reward', 'value', *(self.models[name].stat_keys if name in self.models else ()))]
+
+    def learn_state(self) -> dict[str, Any]:
+        return {'reward_signals': self.state_dict()}
+
+    def load_learn_state(self, state: dict[str, Any]) -> None:
+        self.load_state_dict(state['reward_signals'])
 
     def state_dict(self) -> dict[str, Any]:
         return {name: {'model': model.state_dict(), 'optimizer': copy.deepcopy(model.optimizer.state_dict())}

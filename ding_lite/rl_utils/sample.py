@@ -36,14 +36,15 @@ def get_train_sample(data: list[dict], unroll_len: int, last_fn_type: str = 'las
 
 def preprocess_learn_batch(data: list[dict] | Batch | dict, device: str | torch.device | None = 'cpu',
                            ignore_done: bool = False, use_priority_IS_weight: bool = False,
-                           nstep_reward: bool = False) -> Batch:
+                           nstep_reward: bool = False, reward_dims: int | None = None) -> Batch:
     """Collate (if given a list), move to ``device`` (None: stay), and bring the fields to the learn step's shapes.
 
     ``reward`` and ``done`` become float ``[B]`` (``[B, 1]`` is squeezed; anything else is an error naming the
     field), ``done`` is zeroed under ``ignore_done``, and integer ``[B, 1]`` (discrete) actions become ``[B]``.
     ``weight`` is the importance-sampling weight (``priority_IS``, or DI-engine's older ``IS``) when
     ``use_priority_IS_weight``; otherwise the transitions' own ``weight``, or a scalar 1 where they have none.
-    ``nstep_reward`` leaves a ``[B, n]`` reward as it is.
+    ``nstep_reward`` leaves a ``[B, n]`` reward as it is; ``reward_dims`` D expects a ``[B, D]`` reward (a
+    multi-dimensional one).
     """
     batch = default_collate(list(data)) if isinstance(data, (list, tuple)) else data
     batch = batch if isinstance(batch, Batch) else make_batch(batch)
@@ -53,7 +54,11 @@ def preprocess_learn_batch(data: list[dict] | Batch | dict, device: str | torch.
         if name not in batch:
             raise ValueError(f"a learn batch needs a {name!r} field; it has {sorted(batch.keys())}")
     dtype = torch.get_default_dtype()
-    batch.reward = batch.reward.to(dtype) if nstep_reward else _vector(batch.reward, 'reward').to(dtype)
+    if reward_dims is not None and tuple(batch.reward.shape[1:]) != (reward_dims,):
+        raise ValueError(f"learn batch field 'reward' has shape {tuple(batch.reward.shape)}; expected [B, "
+                         f"{reward_dims}] (a reward of {reward_dims} dimensions, policy.reward_weights)")
+    vector = nstep_reward or reward_dims is not None
+    batch.reward = batch.reward.to(dtype) if vector else _vector(batch.reward, 'reward').to(dtype)
     done = _vector(batch.done, 'done')
     if done.shape[0] != batch.reward.shape[0]:
         raise ValueError(f"learn batch fields 'done' {tuple(done.shape)} and 'reward' {tuple(batch.reward.shape)} "

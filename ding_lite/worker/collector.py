@@ -14,7 +14,7 @@ from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
-from .episode_metrics import discount_of, episode_metrics, mean_metrics, return_metrics
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics
 from .finite_check import env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
@@ -67,7 +67,10 @@ class _SerialCollector:
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
-        self._gamma = discount_of(policy)
+        self._tally = ReturnTally(policy)
+        self._gamma = self._tally.gamma
+        if self._tally.dim and getattr(self, '_dims', np.zeros((0, 0))).shape[1:] != (self._tally.dim,):
+            self._dims = np.zeros((self._env.env_num, self._tally.dim))  # a vector reward's return per dimension
         spec = getattr(policy, 'memory', None)
         self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
@@ -101,7 +104,7 @@ class _SerialCollector:
                 self.env_restarts += 1
                 self._end_episode(env_id)
                 continue
-            reward = float(to_scalar(timestep.reward, f"env {env_id}'s reward"))
+            reward = self._tally.reward(timestep.reward, f"env {env_id}'s reward")
             done = bool(to_scalar(timestep.done, f"env {env_id}'s done"))
             # store done = terminated: an episode cut by a time limit must still bootstrap
             terminated = done and not info.get('TimeLimit.truncated', False)
@@ -115,8 +118,10 @@ class _SerialCollector:
                 if self._memory is not None:
                     transition.update(output[env_id]['memory'])
                     self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
-                self._return[env_id] += reward
-                self._discounted[env_id] += self._gamma ** self._length[env_id] * reward
+                self._return[env_id] += self._tally.total(reward)
+                self._discounted[env_id] += self._tally.discounted(reward, self._length[env_id])
+                if self._tally.dim:
+                    self._dims[env_id] += reward
                 if self.norm_reward:
                     self._running[env_id] = self._gamma * self._running[env_id] + reward
                     transition['running_return'] = np.float32(self._running[env_id])
@@ -148,6 +153,7 @@ class _SerialCollector:
         elif step.env_id != ids:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
+        self._tally.column(step.reward, step.env_id)
         index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
         batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                  'reward': step.reward.astype(np.float32), 'done': step.terminated}
@@ -158,9 +164,12 @@ class _SerialCollector:
             batch = {key: value[~bad] for key, value in batch.items()}
         if self._memory is not None:
             self._memory.stepped(step.env_id, columns['action'], step.reward)
-        reward = step.reward if bad is None else np.where(bad, 0.0, step.reward)
-        self._return[index] += reward
-        self._discounted[index] += self._gamma ** self._length[index] * reward
+        reward = step.reward if bad is None else np.where(bad.reshape(-1, *[1] * (step.reward.ndim - 1)), 0.0,
+                                                          step.reward)
+        self._return[index] += self._tally.total(reward)
+        self._discounted[index] += self._tally.discounted(reward, self._length[index])
+        if self._tally.dim:
+            self._dims[index] += reward
         if self.norm_reward:
             self._running[index] = self._gamma * self._running[index] + reward
             running = self._running[index].astype(np.float32)
@@ -203,6 +212,7 @@ class _SerialCollector:
     def _finish_episode(self, env_id: int, info: dict | None) -> None:
         episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
                    **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
+                   **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
                    **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
         self._episode_info.append(episode)
         self.finished_episodes.append(episode)
@@ -212,6 +222,8 @@ class _SerialCollector:
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
         self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
         self._running[env_id] = 0.0
+        if getattr(self, '_dims', None) is not None:
+            self._dims[env_id] = 0.0
         if not keep_traj:
             self._traj[env_id] = []
         if self._memory is not None:

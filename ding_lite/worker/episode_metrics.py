@@ -5,6 +5,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..data.collate import to_reward
+
 SUCCESS_KEY = 'is_success'                  # gymnasium-robotics' and SB3's key, kept whenever an env reports it
 LOGGED_AS = {SUCCESS_KEY: 'success_rate'}   # SB3's name for its average
 
@@ -20,9 +22,40 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
     return metrics
 
 
-def discount_of(policy: Any) -> float:
-    """The gamma of a policy mode's discounted-return metric: its ``learn.discount_factor``."""
-    return float(policy.cfg.learn.discount_factor)
+class ReturnTally:
+    """How a policy mode's rewards add up into its episodes' returns: a number each, or a vector reward weighed by
+    the policy's ``reward_weights`` (live: ``set_reward_weights`` changes them), and discounted by its
+    ``learn.discount_factor`` (a gamma per dimension where that is a list)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.weights = getattr(policy, 'reward_weights', None)
+        self.dim = None if self.weights is None else len(self.weights)
+        gamma = policy.cfg.learn.discount_factor
+        self.gamma = np.asarray(gamma, np.float64) if isinstance(gamma, (list, tuple)) else float(gamma)
+
+    def reward(self, value: Any, what: str) -> float | np.ndarray:
+        """One step's reward, checked: a number, or ``dim`` of them."""
+        return to_reward(value, self.dim, what)
+
+    def column(self, rewards: np.ndarray, env_ids: list[int]) -> None:
+        """Check a column of the envs' rewards: ``[N]``, or ``[N, dim]`` for a vector reward."""
+        if rewards.shape[1:] != (() if self.dim is None else (self.dim,)):
+            for env_id, value in zip(env_ids, rewards):
+                self.reward(value, f"env {env_id}'s reward")
+
+    def total(self, reward: Any) -> Any:
+        """``reward`` (``[...]``, or ``[..., D]``) as the return counts it."""
+        return reward if self.weights is None else np.asarray(reward, np.float64) @ self.weights
+
+    def discounted(self, reward: Any, step: Any) -> Any:
+        """``gamma^step`` times ``reward`` (each dimension its own gamma), as the discounted return counts it."""
+        if self.weights is None:
+            return self.gamma ** step * reward
+        return (self.gamma ** np.asarray(step)[..., None] * np.asarray(reward, np.float64) * self.weights).sum(-1)
+
+    def dim_metrics(self, returns: Any) -> dict[str, float]:
+        """A vector reward's return per dimension, ``return_<d>`` (nothing for a number)."""
+        return {} if self.weights is None else {f'return_{d}': float(v) for d, v in enumerate(returns)}
 
 
 def return_metrics(total: float, discounted: float, length: int) -> dict[str, float]:

@@ -11,13 +11,13 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..data.collate import to_float32, to_ndarray, to_scalar
+from ..data.collate import to_float32, to_ndarray, to_reward, to_scalar
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
 from .collector import Forward
-from .episode_metrics import discount_of, episode_metrics, mean_metrics, return_metrics
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
@@ -47,7 +47,7 @@ class InteractionSerialEvaluator:
         ``exp_name`` None: only ``run_episodes``, writing no files."""
         self._cfg = with_defaults(type(self), cfg)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
-        self._gamma = discount_of(policy) if policy is not None else None  # of the discounted-return metric
+        self._tally = ReturnTally(policy) if policy is not None else None  # returns' weights, the metrics' gamma
         spec = getattr(policy, 'memory', None)
         self._memory = EnvMemory(spec, env.env_num) if spec else None  # a recurrent policy's state per env
         self.logger = build_logger(exp_name, instance_name)
@@ -159,12 +159,15 @@ class InteractionSerialEvaluator:
                     raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env "
                                        f"restarts or non-finite values (last error: {timestep.info.get('error')})")
                 continue
-            self._discounted[env_id] += self._gamma ** self._length[env_id] * to_scalar(timestep.reward, 'reward')
+            reward = self._tally.reward(timestep.reward, f"evaluator env {env_id}'s reward")
+            self._discounted[env_id] += self._tally.discounted(reward, self._length[env_id])
             self._length[env_id] += 1
             if done:
-                self._returns.append(_episode_return(timestep.info, env_id))
+                returns = _episode_return(timestep.info, env_id, self._tally.dim)  # the env's own, in its units
+                self._returns.append(float(self._tally.total(returns)))
                 self.episode_metrics.append({
                     **return_metrics(self._returns[-1], self._discounted[env_id], self._length[env_id]),
+                    **self._tally.dim_metrics(returns),
                     **episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ()))})
                 self._quota[env_id] -= 1
                 self._reset_env(env_id)
@@ -279,10 +282,11 @@ def _last_recorded_iter(path: str) -> int:
     return max((int(head) for head in heads if head.isdigit()), default=-1)
 
 
-def _episode_return(info: dict, env_id: int) -> float:
-    """The finished episode's return from ``info`` (DI-engine's ``eval_episode_return``, or its older name)."""
+def _episode_return(info: dict, env_id: int, dim: int | None = None) -> float | np.ndarray:
+    """The finished episode's return from ``info`` (DI-engine's ``eval_episode_return``, or its older name): a
+    number, or ``dim`` of them for a multi-dimensional reward."""
     for key in ('eval_episode_return', 'final_eval_reward'):
         if key in info:
-            return float(to_scalar(info[key], f"evaluator env {env_id}'s info[{key!r}]"))
+            return to_reward(info[key], dim, f"evaluator env {env_id}'s info[{key!r}]")
     raise ValueError(f"evaluator env {env_id} ended an episode without info['eval_episode_return'] (the episode's "
                      f"return, which every env must report when done is True); info had {sorted(info)}")

@@ -88,6 +88,9 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
     if cfg.policy.learn.get('reward_signal_steps_per_update'):
         raise ConfigError("policy.learn.reward_signal_steps_per_update: the parallel pipeline trains the reward "
                           "models on each learn step's batch; leave it None (the serial pipeline takes it)")
+    if cfg.policy.get('reward_weights'):
+        raise ConfigError("policy.reward_weights: the parallel pipeline's collectors take scalar rewards; use the "
+                          "serial pipeline for a multi-dimensional reward")
     if (cfg.env.get('norm_reward') or {}).get('use_norm'):
         raise ConfigError("env.norm_reward.use_norm=True: the parallel pipeline does not normalise rewards yet (its "
                           "collectors' running returns stay in their actors); use the serial pipeline or set it False")

@@ -12,7 +12,7 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, save_config
-from ding_lite.data.collate import to_scalar
+from ding_lite.data.collate import to_reward
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
 from envs.adapt import adapted_env
@@ -113,8 +113,13 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
         _check_obs(timestep.obs, env.observation_space, name, 'step')
         if not (cfg.env.get('norm_obs') or {}).get('use_norm'):
             _warn_scale(env, [obs, timestep.obs], name)
-        to_scalar(timestep.reward, "env 0's reward")  # the probe is env 0's twin: the collector's words
-        example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.float64(0), 'done': False}
+        weights = cfg.policy.get('reward_weights')
+        try:  # the probe is env 0's twin: the collector's words
+            reward = to_reward(timestep.reward, len(weights) if weights else None, "env 0's reward")
+        except ValueError as error:
+            raise ConfigError(f"first step: {error}") from None
+        example = {'obs': obs, 'next_obs': timestep.obs, 'action': action, 'reward': np.zeros_like(reward),
+                   'done': False}
         if policy.memory:  # a recurrent policy's transitions keep their memory too
             state = outputs['collect']['state'][None]
             example.update({k: v[0] for k, v in EnvMemory(policy.memory, 1).acted([0], state).items()})

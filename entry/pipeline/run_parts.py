@@ -59,6 +59,9 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
         if not hasattr(model, 'obs_norm'):
             model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
     norm = cfg.env.get('norm_reward') or {}
+    if norm.get('use_norm') and cfg.policy.get('reward_weights'):
+        raise ConfigError("env.norm_reward.use_norm=True scales a reward by one running std; a multi-dimensional "
+                          "reward (policy.reward_weights) is not normalised yet: set it False")
     if norm.get('use_norm'):
         model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
         if not hasattr(model, 'reward_norm'):
@@ -96,6 +99,7 @@ class RandomCollectPolicy:
         self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
         self.plain_transition_keys = getattr(policy, 'plain_transition_keys', None)
         self.memory = getattr(policy, 'memory', None)
+        self.reward_weights = getattr(policy, 'reward_weights', None)
 
     def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:
         """A random action per env; a recurrent policy's state advances as its own forward would advance it."""

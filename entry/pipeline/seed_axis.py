@@ -47,9 +47,9 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
         return "the observations are a Dict (images beside vectors)"
     if cfg.model.get('rnn'):
         return "the model is recurrent (model.rnn): its sequences and states are not stacked across seeds yet"
-    for key in ('reward_signals', 'behavioral_cloning'):
+    for key in ('reward_signals', 'behavioral_cloning', 'reward_weights'):
         if cfg.get(key):
-            return f"policy.{key}: its models and demonstrations are not stacked across seeds yet"
+            return f"policy.{key}: its models, demonstrations or reward heads are not stacked across seeds yet"
     return None
 
 

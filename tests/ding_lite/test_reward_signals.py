@@ -53,8 +53,8 @@ def test_each_signal_has_its_own_target_strength_gamma_and_use_of_done(tmp_path)
                                           action=torch.rand(6, 1) * 2 - 1, reward=torch.randn(6),
                                           done=torch.ones(6, dtype=torch.bool)))
     extrinsic = batch.reward.clone()
-    batch.reward = policy._signals.rewards(batch)
-    rnd = policy._signals.models['rnd'].reward(batch)
+    batch.reward = policy._heads.rewards(batch)
+    rnd = policy._heads.models['rnd'].reward(batch)
     assert torch.allclose(batch.reward, torch.stack([extrinsic, 0.01 * rnd], -1))
     torch.manual_seed(3)
     target = policy._td_target(batch)
@@ -74,7 +74,7 @@ def test_a_run_with_rnd_logs_each_signal_and_checks_its_config(tmp_path):
     main.exp_name = str(tmp_path / 'run')
     main.policy.reward_signals = dict(extrinsic=dict(), rnd=dict(encoding_size=8))
     policy = serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=12)
-    assert policy._signals.gamma.tolist() == pytest.approx([0.99, 0.99])  # extrinsic's from learn.discount_factor
+    assert policy._heads.gamma.tolist() == pytest.approx([0.99, 0.99])  # extrinsic's from learn.discount_factor
     log = (tmp_path / 'run' / 'log' / 'learner.txt').read_text()
     assert all(f'reward_signal/{name}' in log for name in ('extrinsic/reward', 'rnd/value', 'rnd/loss'))
     for signals, match in ((dict(curiosity_x=dict()), 'no such reward signal'),
@@ -202,13 +202,13 @@ def test_discrete_sac_learns_a_head_per_signal_and_the_models_take_discrete_acti
     batch = policy._preprocess_learn(dict(obs=torch.randn(5, 4), next_obs=torch.randn(5, 4),
                                           action=torch.tensor([0, 1, 1, 0, 1]), reward=torch.ones(5),
                                           done=torch.ones(5, dtype=torch.bool)))
-    batch.reward = policy._signals.rewards(batch)
+    batch.reward = policy._heads.rewards(batch)
     assert batch.reward.shape == (5, 4) and (batch.reward[:, 1:] >= 0).all()
     torch.manual_seed(0)
     target = policy._td_target(batch)
     torch.manual_seed(0)
     v = policy._soft_target_v(batch.next_obs)
-    gamma = policy._signals.gamma
+    gamma = policy._heads.gamma
     assert torch.allclose(target[:, 0], batch.reward[:, 0])  # extrinsic and GAIL stop at done, RND and curiosity not
     assert torch.allclose(target[:, 1:3], batch.reward[:, 1:3] + gamma[1:3] * v[:, 1:3])
     assert torch.allclose(target[:, 3], batch.reward[:, 3])
@@ -248,7 +248,7 @@ def test_reward_models_train_on_mini_batches_of_their_own_at_their_rate_and_resu
         with pytest.raises(KeyboardInterrupt):
             serial_pipeline(cfg('crashed'), seed=0, max_train_iter=20)
     resumed = serial_pipeline(cfg('crashed'), seed=0, max_train_iter=20, resume=True)
-    a, b = straight._signals.state_dict(), resumed._signals.state_dict()
+    a, b = straight._heads.state_dict(), resumed._heads.state_dict()
     assert all(torch.equal(a['rnd']['model'][k], b['rnd']['model'][k]) for k in a['rnd']['model'])
     assert all(torch.equal(v, resumed.model.state_dict()[k]) for k, v in straight.model.state_dict().items())
     main, create = cfg('bad')

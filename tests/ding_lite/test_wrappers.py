@@ -185,3 +185,22 @@ def test_fully_masked_row_is_a_clear_error(name, kwargs):
     with pytest.raises(NoValidActionError, match=r'batch row\(s\) \[1\]') as info:
         model_wrap(model, name).forward(torch.zeros(3, 1), **kwargs)
     assert info.value.rows == [1]
+
+
+def test_set_training_flags_every_module_as_train_does_and_respects_an_overridden_train():
+    from torch import nn
+    from ding_lite.model.wrappers import set_training
+
+    class Frozen(nn.Dropout):  # a module whose mode is its own business
+        def train(self, mode: bool = True):
+            return super().train(False)
+
+    plain = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.Sequential(nn.BatchNorm1d(2)))
+    wrapped = model_wrap(plain, 'base')
+    set_training(wrapped, False)
+    assert not any(m.training for m in plain.modules())
+    set_training(plain, True)
+    assert all(m.training for m in plain.modules())
+    custom = nn.Sequential(nn.Linear(2, 2), Frozen(0.5))
+    set_training(custom, True)
+    assert custom[0].training and not custom[1].training                  # its own train() ran
