@@ -118,19 +118,27 @@ class _SerialCollector:
                 if self._memory is not None:
                     transition.update(output[env_id]['memory'])
                     self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
-                self._return[env_id] += self._tally.total(reward)
-                self._discounted[env_id] += self._tally.discounted(reward, self._length[env_id])
-                if self._tally.dim:
-                    self._dims[env_id] += reward
-                if self.norm_reward:
-                    self._running[env_id] = self._gamma * self._running[env_id] + reward
-                    transition['running_return'] = np.float32(self._running[env_id])
+                running = self._add_rewards(env_id, reward)
+                if running is not None:
+                    transition['running_return'] = running
             self._length[env_id] += 1
             if done:
                 self._finish_episode(env_id, info)
             steps.append((env_id, transition, done))
         self.envstep += len(steps)
         return steps
+
+    def _add_rewards(self, index: Any, reward: Any) -> np.ndarray | None:
+        """A step's rewards (of the envs at ``index``) into their episodes' returns; with ``norm_reward`` the
+        running returns ``R = gamma R + r`` after it (float32), else None."""
+        self._return[index] += self._tally.total(reward)
+        self._discounted[index] += self._tally.discounted(reward, self._length[index])
+        if self._tally.dim:
+            self._dims[index] += reward
+        if not self.norm_reward:
+            return None
+        self._running[index] = self._gamma * self._running[index] + reward
+        return np.asarray(self._running[index], dtype=np.float32)
 
     def _ready_columns(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and their observations stacked (float32); None where they do not stack."""
@@ -166,13 +174,8 @@ class _SerialCollector:
             self._memory.stepped(step.env_id, columns['action'], step.reward)
         reward = step.reward if bad is None else np.where(bad.reshape(-1, *[1] * (step.reward.ndim - 1)), 0.0,
                                                           step.reward)
-        self._return[index] += self._tally.total(reward)
-        self._discounted[index] += self._tally.discounted(reward, self._length[index])
-        if self._tally.dim:
-            self._dims[index] += reward
-        if self.norm_reward:
-            self._running[index] = self._gamma * self._running[index] + reward
-            running = self._running[index].astype(np.float32)
+        running = self._add_rewards(index, reward)
+        if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
         self._length[index] += 1
         if step.done.any():
