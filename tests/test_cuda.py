@@ -248,3 +248,13 @@ def test_many_seeds_on_cuda_act_and_sample_on_the_device(tiny_pendulum, monkeypa
         state = load_checkpoint(f'{main.exp_name}_seed{seed}/ckpt/ckpt_last.pth.tar')
         for name, value in policy._model.state_dict().items():
             assert torch.equal(state['model'][name].cpu(), value.cpu()), name
+
+
+def test_a_host_batch_pushed_to_a_cuda_buffer_arrives_unchanged_field_by_field():
+    from ding_lite.data import ReplayBuffer
+    data = {'obs': torch.randn(5, 3), 'action': torch.rand(5, 1), 'reward': torch.randn(5),
+            'next_obs': torch.randn(5, 3), 'done': torch.tensor([True, False, False, True, False])}
+    buffer = ReplayBuffer({'replay_buffer_size': 8, 'device': 'cuda'})
+    buffer.push(data)                                   # the float fields travel packed, split again on the GPU
+    for key, value in data.items():
+        assert torch.equal(buffer._storage[(key,)][:5].cpu(), value)

@@ -20,6 +20,26 @@ BUFFER_FILE_VERSION = 2
 BUFFER_KIND = 'ding_lite.replay_buffer'
 
 
+def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], torch.dtype],
+           device: torch.device) -> dict[tuple[str, ...], Tensor]:
+    """``flat``'s fields as ``dtypes`` on ``device``. Host fields bound for another device travel as one copy per
+    dtype (the fields side by side, split again there) instead of one per field: a transition's obs, action, reward
+    and next obs make one host-to-device copy, not four."""
+    out, groups = {}, {}
+    for path, value in flat.items():
+        if value.device == device or device.type == 'cpu':
+            out[path] = value.to(device, dtypes[path])
+        else:
+            groups.setdefault(dtypes[path], []).append(path)
+    for dtype, paths in groups.items():
+        n = flat[paths[0]].shape[0]
+        rows = [flat[p].to(dtype).reshape(n, -1) for p in paths]
+        packed = (rows[0] if len(rows) == 1 else torch.cat(rows, 1)).to(device)
+        for path, part in zip(paths, packed.split([r.shape[1] for r in rows], 1)):
+            out[path] = part.reshape(flat[path].shape)
+    return out
+
+
 @BUFFER_REGISTRY.register('naive')
 class ReplayBuffer:
     """FIFO ring of transitions stored struct-of-arrays; field shapes and dtypes are fixed by the first push.
@@ -75,8 +95,8 @@ class ReplayBuffer:
         if n > self.size:  # only the newest `size` survive a ring anyway
             flat, n = {k: v[-self.size:] for k, v in flat.items()}, self.size
         index = (self._ptr + torch.arange(n, device=self.device)) % self.size
-        for path, value in flat.items():
-            self._storage[path].index_copy_(0, index, value.to(self.device, self._storage[path].dtype))
+        for path, value in staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device).items():
+            self._storage[path].index_copy_(0, index, value)
         if self._links is not None:
             self._links.write(index, flat[('env_id',)], flat[('episode_start',)])
         self._on_write(index)

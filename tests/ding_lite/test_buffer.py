@@ -204,3 +204,21 @@ def test_di_engine_extra_arguments_and_create_buffer():
     assert isinstance(create_buffer({'replay_buffer_size': 7}), ReplayBuffer)
     partial = ReplayBuffer({'replay_buffer_size': 3})   # a partial sub-config keeps the other defaults
     assert partial.device == torch.device('cpu')
+
+
+def test_staged_fields_travel_as_one_copy_per_dtype_and_arrive_unchanged(monkeypatch):
+    from ding_lite.data.buffer import staged
+    flat = {('obs',): torch.randn(3, 2, 2), ('action',): torch.randn(3, 1), ('reward',): torch.randn(3),
+            ('done',): torch.tensor([True, False, True])}
+    dtypes = {('obs',): torch.float32, ('action',): torch.float32, ('reward',): torch.float32, ('done',): torch.bool}
+    copies = []
+    meta = torch.device('meta')  # "another device": what would be copied there, and how often
+    real_to = torch.Tensor.to
+    monkeypatch.setattr(torch.Tensor, 'to', lambda self, *a, **k: copies.append(a) or real_to(self, *a, **k))
+    out = staged(flat, dtypes, meta)
+    assert sum(1 for a in copies if a and a[0] == meta) == 2                    # float32 fields together, bool
+    assert {p: tuple(v.shape) for p, v in out.items()} == {p: tuple(v.shape) for p, v in flat.items()}
+    assert all(v.device == meta for v in out.values())
+    monkeypatch.undo()
+    for path, value in staged(flat, dtypes, torch.device('cpu')).items():       # on the host: as they were
+        assert torch.equal(value, flat[path])
