@@ -18,6 +18,7 @@ MODES = {  # ding_lite -m MODE -c CONFIG ...
 }
 TOOLS = {  # ding_lite TOOL ...: commands that train nothing
     'plot': 'learning curves of runs from their evaluator.csv',
+    'summary': "a table of runs' last evaluations: IQM, mean and median over seeds with bootstrap intervals",
     'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
     'config': "a registered class's default config, every key explained (e.g. ding_lite config sac)",
     'zoo': 'the ready configs of dizoo_configs/ with their expected results',
@@ -99,6 +100,18 @@ def build_tool_parser() -> argparse.ArgumentParser:
     plot.add_argument('--band', default='minmax', choices=('minmax', 'std'),
                       help='shade between the seeds\' min and max, or one std around the mean')
     plot.add_argument('--title', default=None)
+    plot.add_argument('--aggregate', default=None, choices=('iqm', 'mean', 'median', 'optimality_gap'),
+                      help="draw this aggregate over seeds (rliable's) with its stratified bootstrap 95%% interval "
+                           "instead of the mean and band")
+    plot.add_argument('--gamma', type=float, default=None,
+                      help='optimality_gap: the score to reach (e.g. the stop value)')
+    summary = tools.add_parser('summary', help=TOOLS['summary'],
+                               description="Each experiment's runs (folders named alike but for _seed<K>) scored by "
+                                           "their last evaluation, aggregated with 95% stratified bootstrap "
+                                           "intervals (rliable's method).")
+    summary.add_argument('exp_dirs', nargs='+', metavar='EXP_DIR', help='run folders (exp_name)')
+    summary.add_argument('--y', default='return_mean', metavar='COLUMN', help='evaluator.csv column to score')
+    summary.add_argument('--gamma', type=float, default=None, help='also the optimality gap to this score')
     listing = tools.add_parser('list', help=TOOLS['list'])
     listing.add_argument('kind', nargs='?', default=None,
                          help='policies, models, envs, env_managers, buffers or wrappers (default: all)')
@@ -111,7 +124,7 @@ def build_tool_parser() -> argparse.ArgumentParser:
     export.add_argument('run', metavar='RUN', help='a run folder, or a checkpoint file in its ckpt/')
     export.add_argument('-o', '--output', default='actor.pt', help='file to write (default: actor.pt)')
     export.add_argument('--checkpoint', default='ckpt_best.pth.tar', help="the run's checkpoint (default: best)")
-    for sub in (plot, listing, config, zoo, export):
+    for sub in (plot, summary, listing, config, zoo, export):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -119,7 +132,17 @@ def build_tool_parser() -> argparse.ArgumentParser:
 def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'plot':
         from .tools.plot import plot_curves
-        print(f"wrote {plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title, args.y)}")
+        written = plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title, args.y, args.aggregate,
+                              args.gamma)
+        print(f"wrote {written}")
+        return
+    if args.tool == 'summary':
+        from .tools.plot import summary_rows
+        rows = summary_rows(args.exp_dirs, args.y, args.gamma)
+        widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in rows[0]}
+        print('  '.join(key.ljust(width) for key, width in widths.items()))
+        for row in rows:
+            print('  '.join(row[key].ljust(width) for key, width in widths.items()))
         return
     if args.tool == 'export':
         from .tools.agent import load_policy

@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 
+from .aggregate import Stat, interval, statistic
+
 X_COLUMNS = ('envstep', 'wall_time', 'train_iter')
 # a run folder's name without its seed (DI-engine's _seed<K>) and the time suffix a name clash adds
 _SEED_SUFFIX = re.compile(r'_seed\d+(_\d{6}_\d{6}_[0-9a-f]{4})?$')
@@ -47,9 +49,11 @@ def group_runs(run_dirs: list[str]) -> dict[str, list[str]]:
     return groups
 
 
-def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax') -> tuple[np.ndarray, ...]:
+def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax',
+              stat: Stat | None = None) -> tuple[np.ndarray, ...]:
     """``(x, mean, low, high)`` over runs on the union of their x values, each run interpolated inside its own
-    range (a point counts only the runs that reached it); ``band`` 'minmax' or 'std'."""
+    range (a point counts only the runs that reached it); ``band`` 'minmax' or 'std'. With ``stat`` (an aggregate of
+    ``entry.tools.aggregate``) the line is that statistic and the band its stratified bootstrap 95% interval."""
     if band not in ('minmax', 'std'):
         raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
     grid = np.unique(np.concatenate([x for x, _ in curves]))
@@ -57,6 +61,9 @@ def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax')
     for k, (x, y) in enumerate(curves):
         inside = (grid >= x[0]) & (grid <= x[-1])
         values[k, inside] = np.interp(grid[inside], x, y)
+    if stat is not None:
+        points = [interval(column[~np.isnan(column)], stat, reps=1000) for column in values.T]
+        return (grid, *np.array(points).T)
     mean = np.nanmean(values, axis=0)
     if band == 'std':
         std = np.nanstd(values, axis=0)
@@ -64,10 +71,28 @@ def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax')
     return grid, mean, np.nanmin(values, axis=0), np.nanmax(values, axis=0)
 
 
+def summary_rows(run_dirs: list[str], y: str = 'return_mean', gamma: float | None = None) -> list[dict[str, str]]:
+    """Per experiment: its runs' last evaluation of ``y`` and their IQM, mean and median (with the optimality gap
+    where ``gamma`` is given), each with its stratified bootstrap 95% interval."""
+    names = ['iqm', 'mean', 'median'] + (['optimality_gap'] if gamma is not None else [])
+    rows = []
+    for name, dirs in group_runs(run_dirs).items():
+        scores = np.array([read_curve(d, 'train_iter', y)[1][-1] for d in dirs])
+        row = {'experiment': name, 'runs': str(len(dirs)), 'last': ' '.join(f"{v:.1f}" for v in scores)}
+        for stat in names:
+            point, low, high = interval(scores, statistic(stat, gamma))
+            row[stat] = f"{point:.1f} [{low:.1f}, {high:.1f}]"
+        rows.append(row)
+    return rows
+
+
 def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envstep', band: str = 'minmax',
-                title: str | None = None, y: str = 'return_mean') -> str:
+                title: str | None = None, y: str = 'return_mean', aggregate_name: str | None = None,
+                gamma: float | None = None) -> str:
     """Draw each experiment's mean of evaluator.csv's ``y`` (the evaluation return) over its seeds with a shaded
-    band; returns ``output``."""
+    band, or with ``aggregate_name`` ('iqm', 'mean', 'median', 'optimality_gap' with ``gamma``) that aggregate with
+    its stratified bootstrap 95% interval; returns ``output``."""
+    stat = statistic(aggregate_name, gamma) if aggregate_name else None
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -79,13 +104,15 @@ def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envste
     groups = {name: [read_curve(d, x, y) for d in dirs] for name, dirs in group_runs(run_dirs).items()}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, curves in groups.items():
-        grid, mean, low, high = aggregate(curves, band)
+        grid, mean, low, high = aggregate(curves, band, stat)
         line, = ax.plot(grid, mean, label=f"{name} ({len(curves)} seed{'s' * (len(curves) > 1)})")
         if len(curves) > 1:
             ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel({'envstep': 'env steps', 'wall_time': 'wall time (s)', 'train_iter': 'train iterations'}[x])
     ax.set_ylabel('evaluation return (mean over episodes)' if y == 'return_mean' else f'evaluation {y}')
-    ax.set_title(title or f"mean over seeds, band: {'min-max' if band == 'minmax' else '1 std'}")
+    what = f"{aggregate_name} over seeds, band: 95% bootstrap interval" if stat else \
+        f"mean over seeds, band: {'min-max' if band == 'minmax' else '1 std'}"
+    ax.set_title(title or what)
     ax.grid(alpha=0.3)
     ax.legend(loc='lower right')
     fig.tight_layout()
