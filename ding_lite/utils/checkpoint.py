@@ -4,10 +4,13 @@ Files are read back with ``torch.load(weights_only=True)``: tensors and plain co
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import tempfile
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -27,21 +30,46 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is done, then take their course: a KeyboardInterrupt raised inside
+    ``torch.save``'s writer turns into a RuntimeError or aborts the process (a second Ctrl-C during a resume
+    point's write did both). Python runs signal handlers in the main thread only: elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, Any]] = []
+    previous = {number: signal.signal(number, lambda *args: caught.append(args))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number, frame in caught:  # in order: a graceful handler's second call exits
+            handler = previous[number]
+            if callable(handler):
+                handler(number, frame)          # Python's KeyboardInterrupt, or the run's graceful handler
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), number)    # the default action, now
+
+
 def _atomic(path: str, write: Callable[[Any], None], mode: str) -> None:
     path = os.path.abspath(path)
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, mode) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with _signals_deferred():
+        try:
+            with os.fdopen(fd, mode) as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
     _fsync_dir(directory)
 
 

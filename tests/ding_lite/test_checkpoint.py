@@ -146,3 +146,16 @@ def test_skip_mode_undoes_and_counts_non_finite_steps(tmp_path, monkeypatch):
         assert torch.equal(policy._model.state_dict()[name], value), name
     state = load_checkpoint(str(tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar'))
     assert state['last_iter'] == 12 and state['skipped_steps'] == 3
+
+
+def test_a_ctrl_c_during_a_write_waits_for_the_file(tmp_path):
+    import signal
+    from ding_lite.utils.checkpoint import _atomic
+    path = tmp_path / 'latest'
+
+    def write(f) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the write (a torch.save would abort on it)
+        f.write('ckpt_last.pth.tar')
+    with pytest.raises(KeyboardInterrupt):
+        _atomic(str(path), write, 'w')
+    assert path.read_text() == 'ckpt_last.pth.tar'                  # then the interrupt, with the file complete
