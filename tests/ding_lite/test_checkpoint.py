@@ -156,6 +156,10 @@ def test_a_ctrl_c_during_a_write_waits_for_the_file(tmp_path):
     def write(f) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the write (a torch.save would abort on it)
         f.write('ckpt_last.pth.tar')
-    with pytest.raises(KeyboardInterrupt):
-        _atomic(str(path), write, 'w')
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran before
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _atomic(str(path), write, 'w')
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert path.read_text() == 'ckpt_last.pth.tar'                  # then the interrupt, with the file complete
