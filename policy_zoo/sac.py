@@ -211,6 +211,8 @@ class SACPolicy(Policy):
         self._learn_model = model_wrap(self._model, 'base')
         self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
+        if isinstance(self._heads, RewardVector):
+            self._heads.mirror = self.reward_weights  # the collector's and evaluator's, changed with the heads'
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
@@ -231,7 +233,6 @@ class SACPolicy(Policy):
             raise ValueError("set_reward_weights: this policy learns no multi-dimensional reward; set "
                              "policy.reward_weights (one weight per dimension of the env's reward)")
         self._heads.set_weights(weights)
-        self.reward_weights[:] = self._heads.weights.cpu().numpy()  # in place: the collector and evaluator hold it
 
     def _default_target_entropy(self) -> float:
         shape = self._cfg.model.get('action_shape') or self._model.action_size
@@ -426,8 +427,6 @@ class SACPolicy(Policy):
         self._alpha.load_state_dict(state['alpha'])
         if self._heads is not None:
             self._heads.load_learn_state(state)
-            if isinstance(self._heads, RewardVector):
-                self.reward_weights[:] = self._heads.weights.cpu().numpy()
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None

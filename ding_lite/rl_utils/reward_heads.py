@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -32,6 +33,7 @@ class RewardHeads:
         as_tensor = lambda values: torch.tensor(values, dtype=torch.get_default_dtype(), device=device)  # noqa: E731
         self.names = list(names)
         self.gamma, self.use_done, self.weights = as_tensor(gamma), as_tensor(use_done), as_tensor(weights)
+        self.mirror: np.ndarray | None = None  # a host copy kept equal to weights (what returns are weighed by)
 
     def reduce(self, q: Tensor) -> Tensor:
         """The critics' ``[E, ..., K]`` reduced over the replicas: each head's min, its max where the weight is
@@ -66,11 +68,16 @@ class RewardHeads:
 
     def load_learn_state(self, state: dict[str, Any]) -> None:
         if 'reward_weights' in state:
-            self.weights.copy_(state['reward_weights'])
+            self._set(torch.as_tensor(state['reward_weights']))
 
     def set_weights(self, weights: Sequence[float]) -> None:
-        self.weights.copy_(torch.as_tensor(check_weights(list(weights), len(self.names), 'reward weights'),
-                                           dtype=self.weights.dtype))
+        self._set(torch.as_tensor(check_weights(list(weights), len(self.names), 'reward weights')))
+
+    def _set(self, weights: Tensor) -> None:
+        """In place (a captured CUDA graph reads them), and into ``mirror`` (a load or a user's call: no learn step)."""
+        self.weights.copy_(weights)
+        if self.mirror is not None:
+            self.mirror[:] = weights.double().cpu().numpy()
 
 
 class RewardVector(RewardHeads):

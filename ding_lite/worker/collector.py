@@ -46,7 +46,7 @@ class _SerialCollector:
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
-        self._env = self._policy = self._memory = None
+        self._env = self._policy = self._memory = self._dims = None
         if env is not None:
             self.reset_env(env)
         if policy is not None:
@@ -60,6 +60,8 @@ class _SerialCollector:
         self._discounted = np.zeros(env.env_num)  # sum of gamma^t r_t over the episode so far
         self._running = np.zeros(env.env_num)     # gamma R + r, the return whose spread scales rewards (norm_reward)
         self._length = np.zeros(env.env_num, dtype=np.int64)
+        if self._dims is not None:
+            self._dims = np.zeros((env.env_num, self._dims.shape[1]))
         self._all_ids = list(range(env.env_num))
         # each env's last obs and policy output: an async manager returns envs acted on in an earlier step
         self._obs_pool: dict[int, Any] = {}
@@ -68,9 +70,9 @@ class _SerialCollector:
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy
         self._tally = ReturnTally(policy)
-        self._gamma = self._tally.gamma
-        if self._tally.dim and getattr(self, '_dims', np.zeros((0, 0))).shape[1:] != (self._tally.dim,):
-            self._dims = np.zeros((self._env.env_num, self._tally.dim))  # a vector reward's return per dimension
+        shape = (self._env.env_num, self._tally.dim)
+        if self._tally.dim and (self._dims is None or self._dims.shape != shape):  # kept across a warm-up's policy
+            self._dims = np.zeros(shape)  # a vector reward's return per dimension
         spec = getattr(policy, 'memory', None)
         self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
@@ -137,7 +139,7 @@ class _SerialCollector:
             self._dims[index] += reward
         if not self.norm_reward:
             return None
-        self._running[index] = self._gamma * self._running[index] + reward
+        self._running[index] = self._tally.gamma * self._running[index] + reward
         return np.asarray(self._running[index], dtype=np.float32)
 
     def _ready_columns(self) -> tuple[list[int], np.ndarray] | None:
@@ -225,7 +227,7 @@ class _SerialCollector:
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
         self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
         self._running[env_id] = 0.0
-        if getattr(self, '_dims', None) is not None:
+        if self._dims is not None:
             self._dims[env_id] = 0.0
         if not keep_traj:
             self._traj[env_id] = []

@@ -54,12 +54,12 @@ def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> Re
     if not (isinstance(state, dict) and state.get('kind') == BUFFER_KIND and state.get('count')):
         raise ValueError(f"policy.learn.data_path={path!r} is neither a demonstration file nor a non-empty replay "
                          f"buffer file (ckpt/*.buffer.pth.tar)")
-    data = ReplayBuffer({'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
-    data.load_state_dict(state, path)
-    obs, want = data.sample(1).obs, cfg.policy.model.get('obs_shape')
-    if isinstance(want, int) and tuple(obs.shape[1:]) != (want,):
+    obs, want = state['data'].get(('obs',)), cfg.policy.model.get('obs_shape')
+    if isinstance(want, int) and obs is not None and tuple(obs.shape[1:]) != (want,):
         raise ValueError(f"{path} holds observations of shape {tuple(obs.shape[1:])}, but the model's obs_shape is "
                          f"{want}")
+    data = ReplayBuffer({'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
+    data.load_state_dict(state, path)
     return data
 
 
