@@ -105,6 +105,9 @@ def build_tool_parser() -> argparse.ArgumentParser:
                            "instead of the mean and band")
     plot.add_argument('--gamma', type=float, default=None,
                       help='optimality_gap: the score to reach (e.g. the stop value)')
+    plot.add_argument('--profile', action='store_true',
+                      help="draw performance profiles instead of curves: the fraction of each experiment's runs "
+                           "whose last evaluation is above each score, with a 95%% bootstrap band")
     summary = tools.add_parser('summary', help=TOOLS['summary'],
                                description="Each experiment's runs (folders named alike but for _seed<K>) scored by "
                                            "their last evaluation, aggregated with 95% stratified bootstrap "
@@ -130,6 +133,10 @@ def build_tool_parser() -> argparse.ArgumentParser:
 
 
 def _run_tool(args: argparse.Namespace) -> None:
+    if args.tool == 'plot' and args.profile:
+        from .tools.plot import plot_profiles
+        print(f"wrote {plot_profiles(args.exp_dirs, args.output, args.title, args.y)}")
+        return
     if args.tool == 'plot':
         from .tools.plot import plot_curves
         written = plot_curves(args.exp_dirs, args.output, args.x, args.band, args.title, args.y, args.aggregate,
@@ -162,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     from .pipeline import life_cycle
     life_cycle.COMMAND = [*_program(), *argv]
     if argv and argv[0] in TOOLS:
-        args = build_tool_parser().parse_args(argv)
+        tool_parser = build_tool_parser()
+        args = tool_parser.parse_args(argv)
+        if args.tool == 'plot' and args.profile and (args.aggregate or args.x != 'envstep'):
+            tool_parser.error("--profile draws the runs' last evaluations over a score axis: it takes no "
+                              "--aggregate or --x")
         return _guarded(_run_tool, args)
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,9 +1,10 @@
 """Aggregate metrics over seeds with stratified bootstrap confidence intervals (rliable's method: Agarwal et al.,
 "Deep RL at the Edge of the Statistical Precipice", 2021), in numpy: the interquartile mean, mean, median and
-optimality gap of scores ``[runs, tasks]``, and a percentile interval from resampling runs within each task."""
+optimality gap of scores ``[runs, tasks]``, performance profiles, and a percentile interval from resampling runs
+within each task."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,18 +37,25 @@ def statistic(name: str, gamma: float | None = None) -> Stat:
     return stats[name]
 
 
+def profile(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """A performance profile: at each threshold ``tau`` the fraction of scores (the last axis) above it."""
+    return (np.asarray(scores, dtype=np.float64)[..., None] > np.asarray(taus, dtype=np.float64)).mean(-2)
+
+
 def interval(scores: np.ndarray, stat: Stat, reps: int = 5000, confidence: float = 0.95,
-             seed: int = 0) -> tuple[float, float, float]:
+             seed: int = 0) -> tuple[Any, Any, Any]:
     """``(point, low, high)``: ``stat`` of all ``scores [runs, tasks]`` and its stratified bootstrap percentile
-    interval (each of ``reps`` replicates draws, for every task, as many runs as it has, with replacement)."""
+    interval (each of ``reps`` replicates draws, for every task, as many runs as it has, with replacement); floats,
+    or arrays where ``stat`` gives several values (a profile's, one per threshold)."""
     scores = np.asarray(scores, dtype=np.float64)
     scores = scores[:, None] if scores.ndim == 1 else scores
     runs, tasks = scores.shape
     picks = np.random.default_rng(seed).integers(0, runs, size=(reps, runs, tasks))
     replicates = stat(scores[picks, np.arange(tasks)].reshape(reps, runs * tasks))
     tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(replicates, [tail, 100 - tail])
-    return float(stat(scores.reshape(-1))), float(low), float(high)
+    low, high = np.percentile(replicates, [tail, 100 - tail], axis=0)
+    point = stat(scores.reshape(-1))
+    return (float(point), float(low), float(high)) if np.ndim(point) == 0 else (point, low, high)
 
 
-__all__ = ['iqm', 'optimality_gap', 'statistic', 'interval']
+__all__ = ['iqm', 'optimality_gap', 'statistic', 'profile', 'interval']

@@ -4,10 +4,11 @@ from __future__ import annotations
 import csv
 import os
 import re
+from typing import Any
 
 import numpy as np
 
-from .aggregate import Stat, interval, statistic
+from .aggregate import Stat, interval, profile, statistic
 
 X_COLUMNS = ('envstep', 'wall_time', 'train_iter')
 # a run folder's name without its seed (DI-engine's _seed<K>) and the time suffix a name clash adds
@@ -71,14 +72,19 @@ def aggregate(curves: list[tuple[np.ndarray, np.ndarray]], band: str = 'minmax',
     return grid, mean, np.nanmin(values, axis=0), np.nanmax(values, axis=0)
 
 
+def last_scores(run_dirs: list[str], y: str = 'return_mean') -> dict[str, np.ndarray]:
+    """Per experiment: each of its runs' last evaluation of ``y`` (its score)."""
+    return {name: np.array([read_curve(d, 'train_iter', y)[1][-1] for d in dirs])
+            for name, dirs in group_runs(run_dirs).items()}
+
+
 def summary_rows(run_dirs: list[str], y: str = 'return_mean', gamma: float | None = None) -> list[dict[str, str]]:
     """Per experiment: its runs' last evaluation of ``y`` and their IQM, mean and median (with the optimality gap
     where ``gamma`` is given), each with its stratified bootstrap 95% interval."""
     names = ['iqm', 'mean', 'median'] + (['optimality_gap'] if gamma is not None else [])
     rows = []
-    for name, dirs in group_runs(run_dirs).items():
-        scores = np.array([read_curve(d, 'train_iter', y)[1][-1] for d in dirs])
-        row = {'experiment': name, 'runs': str(len(dirs)), 'last': ' '.join(f"{v:.1f}" for v in scores)}
+    for name, scores in last_scores(run_dirs, y).items():
+        row = {'experiment': name, 'runs': str(len(scores)), 'last': ' '.join(f"{v:.1f}" for v in scores)}
         for stat in names:
             point, low, high = interval(scores, statistic(stat, gamma))
             row[stat] = f"{point:.1f} [{low:.1f}, {high:.1f}]"
@@ -93,16 +99,8 @@ def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envste
     band, or with ``aggregate_name`` ('iqm', 'mean', 'median', 'optimality_gap' with ``gamma``) that aggregate with
     its stratified bootstrap 95% interval; returns ``output``."""
     stat = statistic(aggregate_name, gamma) if aggregate_name else None
-    try:
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'ding-lite[plot]'") from None
-    if not run_dirs:
-        raise ValueError("give at least one run folder to plot")
+    fig, ax = _figure(run_dirs)
     groups = {name: [read_curve(d, x, y) for d in dirs] for name, dirs in group_runs(run_dirs).items()}
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, curves in groups.items():
         grid, mean, low, high = aggregate(curves, band, stat)
         line, = ax.plot(grid, mean, label=f"{name} ({len(curves)} seed{'s' * (len(curves) > 1)})")
@@ -112,9 +110,45 @@ def plot_curves(run_dirs: list[str], output: str = 'curve.png', x: str = 'envste
     ax.set_ylabel('evaluation return (mean over episodes)' if y == 'return_mean' else f'evaluation {y}')
     what = f"{aggregate_name} over seeds, band: 95% bootstrap interval" if stat else \
         f"mean over seeds, band: {'min-max' if band == 'minmax' else '1 std'}"
-    ax.set_title(title or what)
+    return _save(fig, ax, title or what, output, 'lower right')
+
+
+def plot_profiles(run_dirs: list[str], output: str = 'profile.png', title: str | None = None,
+                  y: str = 'return_mean') -> str:
+    """Draw each experiment's performance profile (rliable's): over thresholds tau, the fraction of its runs whose
+    last evaluation of ``y`` is above tau, with a stratified bootstrap 95% band; returns ``output``."""
+    fig, ax = _figure(run_dirs)
+    scores = last_scores(run_dirs, y)
+    every = np.concatenate(list(scores.values()))
+    span = max(every.max() - every.min(), 1e-6)
+    taus = np.linspace(every.min() - 0.05 * span, every.max() + 0.05 * span, 201)
+    for name, runs in scores.items():
+        point, low, high = interval(runs, lambda s: profile(s, taus), reps=1000)
+        line, = ax.plot(taus, point, label=f"{name} ({len(runs)} run{'s' * (len(runs) > 1)})")
+        if len(runs) > 1:
+            ax.fill_between(taus, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel(f"score tau (last evaluation's {y})")
+    ax.set_ylabel('fraction of runs with score > tau')
+    return _save(fig, ax, title or 'performance profile, band: 95% bootstrap interval', output, 'lower left')
+
+
+def _figure(run_dirs: list[str]) -> tuple[Any, Any]:
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'ding-lite[plot]'") from None
+    if not run_dirs:
+        raise ValueError("give at least one run folder to plot")
+    return plt.subplots(figsize=(7, 4.5))
+
+
+def _save(fig: Any, ax: Any, title: str, output: str, legend: str) -> str:
+    import matplotlib.pyplot as plt
+    ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(loc='lower right')
+    ax.legend(loc=legend)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     fig.savefig(output, dpi=120)

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from entry.tools.aggregate import interval, iqm, optimality_gap, statistic
+from entry.tools.aggregate import interval, iqm, optimality_gap, profile, statistic
 
 
 def test_iqm_and_optimality_gap_by_hand():
@@ -36,6 +36,16 @@ def test_the_bootstrap_is_stratified_by_task():
     assert interval(scores, statistic('mean'))[1] < interval(scores, statistic('mean'))[2]
 
 
+def test_performance_profile_and_its_band_by_hand():
+    scores = np.array([-300.0, -200.0, -150.0, -150.0])
+    assert profile(scores, np.array([-400.0, -250.0, -150.0, -100.0])).tolist() == [1.0, 0.75, 0.0, 0.0]
+    point, low, high = interval(scores, lambda s: profile(s, np.array([-250.0, -175.0])), reps=4000)
+    assert point.tolist() == [0.75, 0.5]
+    # a resample of 4 runs above -250: 1 of 4 is below with p = 1/4 each, so 0.25..1.0 in 95% of resamples
+    assert (low[0], high[0]) == (0.25, 1.0) and low[1] <= 0.25 and high[1] >= 0.75
+    assert interval(scores[None, :], lambda s: profile(s, np.array([-250.0])))[1:] == (0.75, 0.75)  # 1 run per task
+
+
 def _runs(tmp_path, returns):
     dirs = []
     for seed, last in enumerate(returns):
@@ -59,3 +69,10 @@ def test_summary_and_aggregate_plot_through_the_cli(tmp_path):
     run = subprocess.run(['ding_lite', 'plot', *dirs, '--aggregate', 'iqm', '-o', str(out)], capture_output=True,
                          text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0 and os.path.getsize(out) > 0, run.stderr
+    out = tmp_path / 'profile.png'
+    run = subprocess.run(['ding_lite', 'plot', *dirs, '--profile', '-o', str(out)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert run.returncode == 0 and os.path.getsize(out) > 0, run.stderr
+    run = subprocess.run(['ding_lite', 'plot', *dirs, '--profile', '--aggregate', 'iqm'], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode != 0 and 'error: --profile' in run.stderr, run.stderr
