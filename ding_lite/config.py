@@ -420,6 +420,7 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
         raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
     buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
                            'replay_buffer') or ('priority' if policy_user.get('priority') else 'naive')  # DI-engine's
+    buffer_type = _her_buffer(policy_user, buffer_type)
     policy_default, docs = policy_default_config(policy_type, policy_user, buffer_type, overrides)
     policy = merge_strict(policy_default, policy_user, 'policy', {f'policy.{k}': v for k, v in docs.items()})
     policy.type = policy_type
@@ -434,6 +435,20 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     elif policy.device != 'cpu':  # a CPU run saves None: its total_config.py re-run with cuda=True follows the GPU
         buffer.device = policy.device
     return policy
+
+
+def _her_buffer(policy_user: dict, buffer_type: str) -> str:
+    """'her' where ``policy.other.replay_buffer.her`` asks for hindsight replay on the uniform buffer (checked)."""
+    her = ((policy_user.get('other') or {}).get('replay_buffer') or {}).get('her')
+    if her is None:
+        return buffer_type
+    from .data.her import check_her
+    check_her(her)
+    if buffer_type not in ('naive', 'her'):
+        raise ConfigError(f"policy.other.replay_buffer.her relabels goals in the uniform buffer; the replay buffer's "
+                          f"type is {buffer_type!r} (policy.priority=True picks 'priority'): set her=None or use "
+                          f"the uniform buffer")
+    return 'her'
 
 
 def _check_priority(policy: EasyDict, buffer_type: str) -> None:

@@ -7,9 +7,10 @@ from .subprocess_env_manager import SubprocessEnvManager
 from .envpool_env_manager import EnvPoolEnvManager
 from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 from .multi_reward import PendulumSplitEnv
+from .goal import PointGoalEnv
 from .pomdp import PendulumPositionEnv
 
 __all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'PendulumPositionEnv',
-           'PendulumSplitEnv', 'CartPoleEnv',
+           'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv',
            'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
            'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']

@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 _logged: set[str] = set()
 
 
-def _is_image(space: gym.Space) -> bool:
+def is_image(space: gym.Space) -> bool:
     if not (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8):
         return False
     return len(space.shape) in (3, 4) or (len(space.shape) == 2 and min(space.shape) > 4)  # 2-D: a grey frame
@@ -53,21 +53,21 @@ class ObsAdapter:
             return
         if isinstance(space, gym.spaces.Box) and len(space.shape) <= 1:
             return
-        if _is_image(space):
+        if is_image(space):
             self._image(space)
-        elif isinstance(space, gym.spaces.Dict) and any(_is_image(sub) for sub in space.spaces.values()):
+        elif isinstance(space, gym.spaces.Dict) and any(is_image(sub) for sub in space.spaces.values()):
             self._multi(space)
         else:
             self._flat(space)
 
     def _multi(self, space: gym.spaces.Dict) -> None:
-        if all(ObsAdapter(sub).identity if _is_image(sub) else _float_vector(sub) for sub in space.spaces.values()):
+        if all(ObsAdapter(sub).identity if is_image(sub) else _float_vector(sub) for sub in space.spaces.values()):
             return  # adapted already
-        self._parts = {key: ObsAdapter(sub) if _is_image(sub) else ObsAdapter(gym.spaces.Tuple([sub]))
+        self._parts = {key: ObsAdapter(sub) if is_image(sub) else ObsAdapter(gym.spaces.Tuple([sub]))
                        for key, sub in space.spaces.items()}  # (a Tuple: even a 1-D Box becomes float32)
         self.space = gym.spaces.Dict({key: part.space for key, part in self._parts.items()})
         self._convert = self._per_key
-        images = [key for key, sub in space.spaces.items() if _is_image(sub)]
+        images = [key for key, sub in space.spaces.items() if is_image(sub)]
         self.how = (f"Dict: images {images} as uint8 CHW for a conv encoder each, "
                     f"{[key for key in space.spaces if key not in images]} flattened to float32")
 

@@ -6,6 +6,7 @@ from .collate import Batch, default_collate, default_decollate
 from .demo import demo_buffer, load_demo, save_demo
 from .mixing import mixed_sampler
 from .prioritized import PrioritizedReplayBuffer
+from .her import HerReplayBuffer
 
-__all__ = ['Batch', 'default_collate', 'default_decollate', 'ReplayBuffer', 'PrioritizedReplayBuffer',
+__all__ = ['Batch', 'default_collate', 'default_decollate', 'ReplayBuffer', 'PrioritizedReplayBuffer', 'HerReplayBuffer',
            'create_buffer', 'save_demo', 'load_demo', 'demo_buffer', 'mixed_sampler']

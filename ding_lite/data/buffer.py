@@ -57,6 +57,8 @@ class ReplayBuffer:
         save_replay_buffer=True,   # resume checkpoints carry the buffer, in a file beside them (ML-Agents' default)
         sequence_length=1,         # steps per sample; > 1: sequences (set from policy.collect.unroll_len)
         burnin_step=0,             # steps before each sequence that only advance a recurrent state (R2D2's)
+        her=None,                  # hindsight replay for goal-conditioned Dict envs: dict(n_sampled_goal=4,
+                                   # goal_selection_strategy='future'|'final'|'episode') builds a 'her' buffer
     )
     first_step_fields = ('state', 'prev_action', 'prev_reward')  # what a sequence needs at its start only
 

@@ -43,6 +43,7 @@ class _SerialCollector:
         self.on_nonfinite = 'stop'  # a NaN/inf from the env: 'stop' (NonFiniteEnvError) or 'skip' the transition
         self.nonfinite_dropped = 0  # transitions skipped for a NaN/inf
         self.norm_reward = False  # each transition carries its env's running return R = gamma R + r (SB3's rule)
+        self.episode_fields = False  # each transition carries env_id and episode_start (hindsight replay's episodes)
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -120,6 +121,8 @@ class _SerialCollector:
                 if self._memory is not None:
                     transition.update(output[env_id]['memory'])
                     self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
+                if self.episode_fields:
+                    transition.update(env_id=np.int64(env_id), episode_start=np.bool_(self._length[env_id] == 0))
                 running = self._add_rewards(env_id, reward)
                 if running is not None:
                     transition['running_return'] = running
@@ -167,6 +170,9 @@ class _SerialCollector:
         index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
         batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                  'reward': step.reward.astype(np.float32), 'done': step.terminated}
+        if self.episode_fields:
+            env_ids = np.asarray(step.env_id, np.int64)
+            batch.update(env_id=env_ids, episode_start=self._length[env_ids] == 0)
         bad = nonfinite_rows(batch)
         if bad is not None:  # raises, or drops those rows; they add nothing to the episode's return
             for k in np.flatnonzero(bad).tolist():

@@ -53,6 +53,9 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     """
     ray = import_ray()
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    if cfg.policy.other.replay_buffer.type == 'her':
+        raise ConfigError("policy.other.replay_buffer.her is not supported by the parallel pipeline yet (its actors "
+                          "send no episode boundaries): run it with -m serial")
     with starting(cfg, resume_path):
         run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

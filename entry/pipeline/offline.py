@@ -31,6 +31,9 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
     if not path or not os.path.isfile(str(path)):
         raise ConfigError(f"policy.learn.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
                           f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
+    if cfg.policy.other.replay_buffer.type == 'her':
+        raise ConfigError("policy.other.replay_buffer.her relabels the episodes the run collects; offline training "
+                          "collects none: set her=None")
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

@@ -9,14 +9,17 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.config import ConfigError
-from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
+from ding_lite.data import Batch, HerReplayBuffer, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
+from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.logger import build_tb_logger
 from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
+from envs.adapt import adapted_env
+from envs.goal import goal_layout
 from .cpu_threads import overlap_collection
 from .env_check import first_step, fit_model_to_env
 from .life_cycle import PhaseTimer, RunProgress, closed_on_error, start_tracker
@@ -36,7 +39,22 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
         run = _build_parts(cfg, collector_env, evaluator_env, model, overlap)
         closables[:] = run.closables
         first_step(cfg, env_setting, run.policy, [run.buffer])
+        if isinstance(run.buffer, HerReplayBuffer):
+            run.closables.append(bind_goals(run.buffer, env_setting))
     return run
+
+
+def bind_goals(buffer: HerReplayBuffer, env_setting: tuple) -> Any:
+    """The goal layout and reward of the run's env bound to its hindsight replay buffer; returns the env whose
+    ``compute_reward`` it calls (for the run to close)."""
+    env_fn, collector_cfgs, _ = env_setting
+    env = adapted_env(env_fn, cfg=collector_cfgs[0])
+    try:
+        buffer.bind_goals(*goal_layout(env, env_name(env)))
+    except Exception:
+        env.close()
+        raise
+    return env
 
 
 def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None,
@@ -53,6 +71,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
+    collector.episode_fields = cfg.policy.other.replay_buffer.type == 'her'
     if overlap:  # after on_nonfinite and norm_reward: the child collector takes them along
         collector = OverlappedCollector(collector, policy, cfg.seed)
     learner, buffer = build_learner(cfg, policy, tb_logger)
