@@ -366,7 +366,8 @@ class SACPolicy(Policy):
             heads = self._heads
             return batch.reward + heads.gamma * (1 - batch.done[:, None] * heads.use_done) * v
         reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
-        return reward + self._gamma * (1 - done) * v
+        gamma = batch.gamma if 'gamma' in batch else self._gamma  # stacked trials: each row's own (SeedAxis)
+        return reward + gamma * (1 - done) * v
 
     def _q_pred(self, batch: Batch) -> Tensor:
         return self._critic(batch.obs, batch.action)

@@ -107,6 +107,9 @@ class TargetNetworkWrapper(ModelWrapper):
         if direct:
             self._update_count = 0
             torch._foreach_copy_(target, source)
+        elif self._update_type == 'momentum' and isinstance(self._kwargs['theta'], Tensor):
+            for t, s in zip(target, source):  # a rate per row of parameters stacked [S, ...] (stacked trials)
+                t.lerp_(s, self._kwargs['theta'].view(-1, *[1] * (t.dim() - 1)))
         elif self._update_type == 'momentum':
             torch._foreach_lerp_(target, source, self._kwargs['theta'])  # one fused op, no allocations
         else:
@@ -117,6 +120,11 @@ class TargetNetworkWrapper(ModelWrapper):
         buffers = [(b, state_dict[n]) for n, b in zip(self._buffer_names, self._buffers) if n in state_dict]
         if buffers:  # running statistics (BatchNorm) follow by copy
             torch._foreach_copy_([b for b, _ in buffers], [s for _, s in buffers])
+
+    def set_theta(self, theta: float | Tensor) -> None:
+        """The Polyak rate from the next update on: a float, or ``[S]`` rates, one per row of parameters stacked on
+        a leading axis."""
+        self._kwargs['theta'] = theta
 
     def reset(self, target_update_count: int | None = None, **kwargs: Any) -> None:
         """Set the update count (DI-engine: left alone unless given), then reset the wrapped model."""

@@ -53,6 +53,48 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
     return None
 
 
+# policy.learn settings the rows of one stacked update (hyperparameter trials) may set apart; the rows' configs must
+# agree on everything else
+ROW_SETTINGS = ('learning_rate_q', 'learning_rate_policy', 'learning_rate_alpha', 'discount_factor', 'target_theta',
+                'alpha', 'target_entropy')
+
+
+def rows_apart(cfgs: list[Any]) -> str | None:
+    """None where the policy configs ``cfgs`` differ in ``ROW_SETTINGS`` at most, else what else differs."""
+    def rest(cfg: Any) -> dict:
+        cfg = copy.deepcopy(dict(cfg))
+        cfg['learn'] = {k: v for k, v in dict(cfg['learn']).items() if k not in ROW_SETTINGS}
+        return cfg
+    first = rest(cfgs[0])
+    for cfg in map(rest, cfgs[1:]):
+        keys = sorted(k for k in first.keys() | cfg.keys() if first.get(k) != cfg.get(k))
+        keys = [f"learn.{k}" for k in sorted(first['learn'].keys() | cfg['learn'].keys())
+                if first['learn'].get(k) != cfg['learn'].get(k)] if keys == ['learn'] else keys
+        if keys:
+            return f"their policy configs differ in {', '.join(f'policy.{k}' for k in keys)} (rows may set apart " \
+                   f"only policy.learn's {', '.join(ROW_SETTINGS)})"
+    return None
+
+
+def _rates_per_row(optimizer: torch.optim.Optimizer, rates: Tensor) -> None:
+    """``optimizer``, over parameters stacked ``[S, ...]``, steps row k at learning rate ``rates[k]``: its step at
+    rate 1, then each row's move scaled by its rate (Adam's move is linear in its rate)."""
+    params = [p for group in optimizer.param_groups for p in group['params']]
+    weights = [rates.view(-1, *[1] * (p.dim() - 1)) for p in params]
+    step = optimizer.step
+    for group in optimizer.param_groups:
+        group['lr'] = 1.0
+
+    def stepped(*args: Any, **kwargs: Any) -> Any:
+        before = [p.detach().clone() for p in params]
+        out = step(*args, **kwargs)
+        with torch.no_grad():
+            for p, b, w in zip(params, before, weights):
+                p.copy_(b.lerp_(p, w))
+        return out
+    optimizer.step = stepped
+
+
 class _Slots:
     """Where each stacked tensor of the lead's modules sits (``module._parameters`` or ``_buffers``, by name), so
     that one seed's slices can stand in for them during a call (what ``functional_call`` does, without its
@@ -98,6 +140,10 @@ class SeedAxis:
         for policy in (self.lead, *self.policies):
             _init_adam_states(policy)
         self._stack()
+        reason = rows_apart([policy._cfg for policy in self.policies])
+        if reason is not None:
+            raise ValueError(f"these rows cannot share one update: {reason}")
+        self._gammas = self._row_settings()
         self.lead._seedwise = self._seedwise
         self.lead._optimizer_step = functools.partial(_step, seed_axis=True)
         self._slots = _Slots([module for _, module in _modules(self.lead)])
@@ -112,10 +158,35 @@ class SeedAxis:
             batch = Fields(self._seedwise(lambda b: dict(self.lead._preprocess_learn(b).items()), batches))
         else:
             batch = _stack([policy._preprocess_learn(b) for policy, b in zip(self.policies, batches)])
+        if self._gammas is not None:
+            batch['gamma'] = self._gammas
         output = self.lead._update(batch)
         for policy in self.policies:  # the update's counter, which the seeds' checkpoints hold
             policy._learn_steps = self.lead._learn_steps
         return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
+
+    def _row_settings(self) -> Tensor | None:
+        """Each row's own ``ROW_SETTINGS`` where the rows set them apart: learning rates per row, the target
+        critics' Polyak rates and the temperature's target entropies as ``[S]`` tensors; the gammas, returned, go
+        with every batch (``batch.gamma``). Each row's initial alpha is in its stacked temperature already."""
+        lead, learns = self.lead, [policy._cfg.learn for policy in self.policies]
+
+        def apart(values: list[float]) -> Tensor | None:
+            return torch.tensor(values, device=lead._device) if len(set(values)) > 1 else None
+        for optimizer, key in ((lead._optimizer_q, 'learning_rate_q'), (lead._optimizer_policy,
+                                                                         'learning_rate_policy'),
+                               (lead._alpha.optimizer, 'learning_rate_alpha')):
+            rates = apart([float(learn[key]) for learn in learns])
+            if rates is not None and optimizer is not None:
+                _rates_per_row(optimizer, rates)
+        if lead._target_model is not None:  # (CrossQ has none)
+            thetas = apart([float(learn.target_theta) for learn in learns])
+            if thetas is not None:
+                lead._target_model.set_theta(thetas)
+        targets = apart([float(policy._alpha.target_entropy or 0.0) for policy in self.policies])
+        if targets is not None and lead._alpha.learned:
+            lead._alpha.target_entropy = targets[:, None]
+        return apart([float(learn.discount_factor) for learn in learns])
 
     def can_act(self, mode: str) -> bool:
         """Whether ``act`` gives the seeds' ``mode`` forward: the policy batch-forwards as ``Policy`` does."""
