@@ -26,6 +26,7 @@ setup(
         'envpool': ['envpool'],
         'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
         'track': ['wandb'],    # logger.wandb / --track (Weights & Biases)
+        'tune': ['optuna'],    # ding_lite tune (hyperparameter search)
         'docs': ['mkdocs-material', 'mkdocstrings[python]'],  # make docs: the site from docs/ (mkdocs.yml)
         'bench': ['sb3-contrib'],  # bench_learn's peer rows (TQC, CrossQ); benchmarks only, never imported at runtime
     },

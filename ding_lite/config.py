@@ -523,7 +523,8 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
     return parallel
 
 
-def save_config(cfg: dict, path: str, overrides: dict[str, Any] | None = None) -> None:
+def save_config(cfg: dict, path: str, overrides: dict[str, Any] | None = None,
+                title: str = 'Compiled by ding_lite.compile_config') -> None:
     """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic); the
     ``overrides`` it was compiled with are listed in a comment (their values are in the config)."""
     main = _plain({k: v for k, v in cfg.items() if k != 'create_config'}, 'main_config')
@@ -532,7 +533,7 @@ def save_config(cfg: dict, path: str, overrides: dict[str, Any] | None = None) -
     if overrides is None and os.path.isfile(path):  # saved again (shapes read from the env): keep its note
         with open(path) as f:
             noted = ''.join(line for line in f if line.startswith('#   --set '))
-    text = ('"""Compiled by ding_lite.compile_config; re-run with: ding_lite -m serial -c THIS_FILE"""\n'
+    text = (f'"""{title}; re-run with: ding_lite -m serial -c THIS_FILE"""\n'
             + (f"# overrides (--set) applied over the config file:\n{noted}" if noted else '') +
             'from math import inf, nan  # noqa: F401 (non-finite values print as inf / nan)\n\n'
             f"main_config = {pprint.pformat(main, width=110, sort_dicts=False)}\n\n"

@@ -16,7 +16,8 @@ MODES = {  # ding_lite -m MODE -c CONFIG ...
     'serial_sqil': 'train with SQIL from demonstrations (--expert-data-path or --expert-config)',
     'offline': 'train from policy.learn.data_path alone, no env step (--max-train-iter), evaluating in the env',
 }
-TOOLS = {  # ding_lite TOOL ...: commands that train nothing
+TOOLS = {  # ding_lite TOOL ...: commands beside the training modes
+    'tune': "a hyperparameter search with Optuna, trials stacked as rows of one run (-c CONFIG --max-env-step N)",
     'plot': 'learning curves of runs from their evaluator.csv',
     'summary': "a table of runs' last evaluations: IQM, mean and median over seeds with bootstrap intervals",
     'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
@@ -127,7 +128,25 @@ def build_tool_parser() -> argparse.ArgumentParser:
     export.add_argument('run', metavar='RUN', help='a run folder, or a checkpoint file in its ckpt/')
     export.add_argument('-o', '--output', default='actor.pt', help='file to write (default: actor.pt)')
     export.add_argument('--checkpoint', default='ckpt_best.pth.tar', help="the run's checkpoint (default: best)")
-    for sub in (plot, summary, listing, config, zoo, export):
+    tune = tools.add_parser('tune', help=TOOLS['tune'],
+                            description="Optuna's search over the config's hyperparameters (its tune.space, a --space "
+                                        "file, or learning rate, gamma and tau after rl-zoo's sampler). Trials that "
+                                        "keep the networks' shapes run --stack at a time as the rows of one run, each "
+                                        "with its own hyperparameters; a median pruner stops the rows that fall "
+                                        "behind. Each trial writes <name>_tune/trial_<n>/; the best one's config "
+                                        "is written as <name>_tune/best_config.py.")
+    tune.add_argument('-c', '--config', required=True, help='the config file to search around')
+    tune.add_argument('--max-env-step', type=int, required=True, help="each trial's budget in env steps")
+    tune.add_argument('--n-trials', type=int, default=16, help='trials in the search (a resumed one counts its own)')
+    tune.add_argument('--stack', type=int, default=4, help='trials run together as rows of one run (default 4)')
+    tune.add_argument('--timeout', type=float, default=None, help='start no trial after this many seconds')
+    tune.add_argument('--storage', default=None,
+                      help='an Optuna storage URL (sqlite:///search.db): a stopped search resumes from it')
+    tune.add_argument('--study-name', default=None, help='the study in the storage (default: <name>_tune)')
+    tune.add_argument('--space', default=None, help='a .json or .py (space = {...}) search space')
+    tune.add_argument('--pruner', default='median', choices=('median', 'none'))
+    tune.add_argument('-s', '--seed', type=int, default=0, help="every trial's seed, and the sampler's")
+    for sub in (plot, summary, listing, config, zoo, export, tune):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -150,6 +169,11 @@ def _run_tool(args: argparse.Namespace) -> None:
         print('  '.join(key.ljust(width) for key, width in widths.items()))
         for row in rows:
             print('  '.join(row[key].ljust(width) for key, width in widths.items()))
+        return
+    if args.tool == 'tune':
+        from .pipeline.tune import load_space, tune
+        tune(args.config, args.max_env_step, args.n_trials, args.stack, args.timeout, args.storage, args.study_name,
+             args.seed, load_space(args.space) if args.space else None, args.pruner)
         return
     if args.tool == 'export':
         from .tools.agent import load_policy

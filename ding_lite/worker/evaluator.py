@@ -61,6 +61,9 @@ class InteractionSerialEvaluator:
         self._start_time = time.time()
         self._csv_recorded_iter = -1
         self.on_nonfinite = 'stop'  # a NaN/inf from an env: 'stop' (NonFiniteEnvError) or 'skip' that episode
+        # another reason to stop, asked after each evaluation: (train_iter, envstep, info) -> why, or None (a search's
+        # pruner)
+        self.stop_rule: Callable[[int, int, dict[str, float]], str | None] | None = None
         self._tainted: set[int] = set()  # envs whose current episode had a NaN/inf (skipped)
 
     @property
@@ -195,10 +198,11 @@ class InteractionSerialEvaluator:
             if save_ckpt_fn is not None:
                 save_ckpt_fn('ckpt_best.pth.tar')
         stop = info['return_mean'] >= self.stop_value
-        self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info)
-                         + (f" | reached stop value {self.stop_value}" if stop else ''))
+        why = f"reached stop value {self.stop_value}" if stop else \
+            self.stop_rule(train_iter, envstep, info) if self.stop_rule is not None else None
+        self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info) + (f" | {why}" if why else ''))
         self.last_info = info
-        return stop, info
+        return why is not None, info
 
     def _append_csv(self, train_iter: int, envstep: int, info: dict[str, float]) -> None:
         """A row of ``CSV_COLUMNS`` then the info metrics; a metric not yet in the header widens it (earlier rows

@@ -99,12 +99,24 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
                           overrides: dict[str, Any] | None = None) -> list[Policy]:
     """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
     would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
+    rows = [(seed_input(input_cfg, seed), seed) for seed in seeds]
+    return train_rows(rows, setup, env_setting, model, max_train_iter, max_env_step, resume, overrides)
+
+
+def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | None = None,
+               model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
+               resume: bool | str = False, overrides: dict[str, Any] | None = None,
+               prepare: Callable[[SimpleNamespace], None] | None = None) -> list[Policy]:
+    """Train ``rows``, each a ``(main_config, create_config)`` pair and its seed (one config's seeds, or a search's
+    trials, whose configs differ in ``ROW_SETTINGS`` at most), as one run of ``SeedAxis`` updates, each row in its
+    own ``exp_name`` folder as a single run would; ``prepare(run)`` is called on each row's run once it is built.
+    ``model`` is copied for each row; ``resume`` True continues every row's folder."""
     if resume not in (True, False):
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
     with contextlib.ExitStack() as stack:
-        for seed in seeds:
-            cfg, resume_path = compile_run(seed_input(input_cfg, seed), seed, resume, overrides)
+        for row_cfg, seed in rows:
+            cfg, resume_path = compile_run(row_cfg, seed, resume, overrides)
             with starting(cfg, resume_path):
                 # one forward acts for every seed's envs: collection stays in this process
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,
@@ -116,6 +128,8 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
                 run.sample, run.after_collect = setup(cfg, run, resume_path)
                 if resume_path:
                     run.learner.resume(resume_path)
+            if prepare is not None:
+                prepare(run)
             runs.append(run)
         with learner_threads(runs[0].cfg, stacked=len(runs)) as threads:
             _train(runs, max_train_iter, max_env_step, threads)
@@ -133,7 +147,8 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
             with _stream(run):
                 warm_up(run.cfg, run)
         first = runs[0]
-        name = re.sub(r'_seed\d+$', '', first.cfg.exp_name) + f' ({len(runs)} seeds)' if len(runs) > 1 else None
+        kind = 'seeds' if len({re.sub(r'_seed\d+$', '', run.cfg.exp_name) for run in runs}) == 1 else 'rows'
+        name = re.sub(r'_seed\d+$', '', first.cfg.exp_name) + f' ({len(runs)} {kind})' if len(runs) > 1 else None
         with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter,
                          name=name) as bar:
             returns: dict[int, str] = {}

@@ -34,7 +34,9 @@ def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None 
                   resume=resume, overrides=overrides)
     if not isinstance(seed, (list, tuple, range)):
         return train_one(input_cfg, seed, **kwargs)
+    return train_seeds(train_one, input_cfg, seed, serial_setup, **kwargs)
 
-    def setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
-        return learn_sampler(cfg, run.buffer, run.collector_env.env_ref), None
-    return train_seeds(train_one, input_cfg, seed, setup, **kwargs)
+
+def serial_setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
+    """A seed's learn sampler in a run of many (and no after-collect step)."""
+    return learn_sampler(cfg, run.buffer, run.collector_env.env_ref), None

@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 import copy
+import csv
+import pprint
+import signal
+import subprocess
+import time
 
 import pytest
 import torch
 
-from ding_lite.config import compile_config
+from ding_lite.config import compile_config, read_config
+from entry.pipeline import tune as tune_module
 from entry.pipeline.seed_axis import SeedAxis
 from policy_zoo import create_policy
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
 from tests.entry.test_seeds import _batch, _learn_tensors
 
 TRIAL = dict(learning_rate_q=1e-3, learning_rate_policy=1e-4, learning_rate_alpha=3e-3, discount_factor=0.9,
@@ -55,3 +62,72 @@ def test_a_stacked_rows_update_equals_its_own_hyperparameters_update(policy_type
 def test_rows_apart_in_anything_else_do_not_stack():
     with pytest.raises(ValueError, match=r"differ in policy\.learn\.batch_size \(rows may set apart only"):
         SeedAxis([_policy('sac'), _policy('sac', batch_size=16)])
+
+
+def _config_file(tmp_path) -> str:
+    main = copy.deepcopy(TINY_PENDULUM)
+    main['exp_name'] = 'tiny'
+    main['policy']['eval']['evaluator']['eval_freq'] = 20
+    path = tmp_path / 'tiny_config.py'
+    path.write_text(f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(TINY_CREATE)}\n")
+    return str(path)
+
+
+def _rows(csv_path) -> list[dict]:
+    return list(csv.DictReader(open(csv_path)))
+
+
+def test_a_pruned_row_leaves_the_stack_and_the_others_continue(tmp_path, monkeypatch):
+    optuna = pytest.importorskip('optuna')
+    monkeypatch.chdir(tmp_path)
+    main, create = read_config(_config_file(tmp_path))
+    study = optuna.create_study(direction='maximize')
+    trials = [study.ask() for _ in range(2)]
+    reports = []
+    monkeypatch.setattr(trials[0], 'should_prune', lambda: len(trials[0].storage.get_trial(
+        trials[0]._trial_id).intermediate_values) >= 2)           # pruned at its second evaluation
+    monkeypatch.setattr(trials[1], 'report', lambda value, step: reports.append(step))
+    tune_module._run_group(study, optuna, trials, [(main, create)] * 2, 'tiny_tune', tune_module.DEFAULT_SPACE, 0,
+                           400)
+    pruned, kept = (_rows(tmp_path / 'tiny_tune' / f'trial_{k}' / 'log' / 'evaluator.csv') for k in (0, 1))
+    assert len(pruned) == 2 and int(pruned[-1]['envstep']) < 400  # its run ended at the pruning evaluation
+    assert len(kept) > 3 and reports == [int(r['envstep']) for r in kept]   # it evaluated on, alone
+    assert [t.state.name for t in study.trials] == ['PRUNED', 'COMPLETE']
+    assert 'pruned by the search' in (tmp_path / 'tiny_tune' / 'trial_0' / 'log' / 'evaluator.txt').read_text()
+
+
+def test_curve_score_is_the_area_under_the_curve_over_the_budget():
+    assert tune_module.curve_score([(0, -1000.0), (100, -500.0), (300, -200.0)], 400) == \
+        pytest.approx((-1000 * 100 - 500 * 200 - 200 * 100) / 400)
+    assert tune_module.curve_score([(0, -1000.0), (100, -200.0)], 400) == pytest.approx((-100000 - 200 * 300) / 400)
+
+
+def test_tune_through_the_cli_stacks_writes_the_best_config_and_resumes_after_ctrl_c(tmp_path):
+    pytest.importorskip('optuna')
+    command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '600', '--n-trials', '4',
+               '--stack', '2', '--storage', 'sqlite:///search.db']
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    deadline = time.time() + 120
+    while not (tmp_path / 'tiny_tune' / 'trial_1' / 'log' / 'evaluator.csv').is_file() and time.time() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    assert not (tmp_path / 'tiny_tune' / 'best_config.py').exists()
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import optuna
+    study = optuna.load_study(study_name='tiny_tune', storage=f'sqlite:///{tmp_path / "search.db"}')
+    states = [(t.state.name, t.user_attrs.get('interrupted', False)) for t in study.trials]
+    assert states[:2] == [('FAIL', True)] * 2                      # the two stopped trials, asked again after
+    assert [t.params for t in study.trials[:2]] == [t.params for t in study.trials[2:4]]
+    assert sum(s in ('COMPLETE', 'PRUNED') for s, _ in states) == 4
+    best = study.best_trial
+    assert f"best: trial {best.number}" in run.stdout and 'importances:' in run.stdout
+    main, _ = read_config(str(tmp_path / 'tiny_tune' / 'best_config.py'))
+    assert main.policy.learn.learning_rate_q == best.params['learning_rate'] == main.policy.learn.learning_rate_alpha
+    assert main.policy.learn.discount_factor == best.params['policy.learn.discount_factor']
+    for trial in study.trials[2:]:                                 # each trial's run kept its own settings
+        cfg, _ = read_config(str(tmp_path / 'tiny_tune' / f'trial_{trial.number}' / 'total_config.py'))
+        assert cfg.policy.learn.target_theta == trial.params['policy.learn.target_theta']

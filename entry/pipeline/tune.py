@@ -1,0 +1,245 @@
+"""``ding_lite tune``: Optuna's search over a config's hyperparameters (rl-zoo's ``--optimize``), its trials as rows
+of stacked runs.
+
+Trials whose search space keeps the networks' shapes (``ROW_SETTINGS``) run ``stack`` at a time as the rows of one
+run (``train_rows``), each with its own hyperparameters inside the stacked update; others one after another. Each
+trial is a run of its own folder, ``<name>_tune/trial_<n>``, scored by the mean of its evaluation returns over its
+env-step budget (the area under its learning curve: a fast learner scores higher; after it reaches its stop value its
+last return holds). A median pruner stops a row whose evaluation falls below the earlier trials' median at the same
+env step: its run ends there and it leaves the stack. With ``storage`` (``sqlite:///search.db``) a search stopped by
+Ctrl-C resumes where it was: its unfinished trials run again.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import re
+import time
+import warnings
+from types import SimpleNamespace
+from typing import Any
+
+from easydict import EasyDict
+
+from ding_lite.config import ConfigError, apply_overrides, read_config, save_config
+from ding_lite.utils.checkpoint import atomic_write_text
+from policy_zoo import get_policy_cls
+from .config_input import compile_input
+from .seed_axis import ROW_SETTINGS, why_not_vectorised
+from .seeds import train_rows
+from .serial import serial_setup
+
+LEARNING_RATES = ('policy.learn.learning_rate_q', 'policy.learn.learning_rate_policy',
+                  'policy.learn.learning_rate_alpha')
+# after rl-zoo's SAC sampler: one learning rate for the critics, the actor and the temperature (its range capped at
+# 1e-2), its gammas and Polyak rates; every key a row setting, so the trials stack
+DEFAULT_SPACE = {
+    'learning_rate': ['loguniform', 1e-5, 1e-2],
+    'policy.learn.discount_factor': ['categorical', [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999]],
+    'policy.learn.target_theta': ['categorical', [0.001, 0.005, 0.01, 0.02, 0.05, 0.08]],
+}
+KINDS = {'loguniform': 2, 'uniform': 2, 'int': 2, 'categorical': 1}  # the arguments each takes
+
+
+def check_space(space: Any) -> dict[str, list]:
+    """``space`` (``{config key: [kind, ...]}``) checked: kinds 'loguniform' / 'uniform' / 'int' with low and high,
+    or 'categorical' with a list of choices; 'learning_rate' sets the three learning rates alike."""
+    if not isinstance(space, dict) or not space:
+        raise ConfigError(f"a search space must be a non-empty dict {{config key: [kind, ...]}}, got {space!r}")
+    for key, spec in space.items():
+        kind = spec[0] if isinstance(spec, (list, tuple)) and spec else None
+        if kind not in KINDS or len(spec) != KINDS[kind] + 1:
+            raise ConfigError(f"search space {key!r}: {spec!r}; expected ['loguniform', low, high], ['uniform', low, "
+                              f"high], ['int', low, high] or ['categorical', [choice, ...]]")
+        if kind == 'categorical' and not (isinstance(spec[1], (list, tuple)) and spec[1]):
+            raise ConfigError(f"search space {key!r}: 'categorical' takes a non-empty list of choices, got {spec[1]!r}")
+        if kind != 'categorical' and not spec[1] < spec[2]:
+            raise ConfigError(f"search space {key!r}: low {spec[1]!r} must be below high {spec[2]!r}")
+        if kind == 'loguniform' and spec[1] <= 0:
+            raise ConfigError(f"search space {key!r}: 'loguniform' needs a positive low, got {spec[1]!r}")
+    return {key: list(spec) for key, spec in space.items()}
+
+
+def load_space(path: str) -> dict[str, list]:
+    """The search space of a ``.json`` file or a ``.py`` file that defines ``space``."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"--space {path}: no such file; give a .json file or a .py file defining space = {{...}}")
+    if path.endswith('.json'):
+        with open(path) as f:
+            return check_space(json.load(f))
+    scope: dict[str, Any] = {}
+    with open(path) as f:
+        exec(compile(f.read(), path, 'exec'), scope)
+    if 'space' not in scope:
+        raise ConfigError(f"--space {path} defines no `space` (a dict {{config key: [kind, ...]}})")
+    return check_space(scope['space'])
+
+
+def sample(trial: Any, space: dict[str, list]) -> dict[str, Any]:
+    """The trial's values of ``space`` as config overrides (``{dotted key: value}``)."""
+    overrides = {}
+    for name, (kind, *args) in space.items():
+        if kind == 'categorical':
+            value = trial.suggest_categorical(name, args[0])
+        elif kind == 'int':
+            value = trial.suggest_int(name, *args)
+        else:
+            value = trial.suggest_float(name, *args, log=kind == 'loguniform')
+        overrides.update({key: value for key in (LEARNING_RATES if name == 'learning_rate' else (name,))})
+    return overrides
+
+
+def stacks(space: dict[str, list]) -> bool:
+    """Whether trials of ``space`` can share one stacked update (every key a row setting)."""
+    keys = [key for name in space for key in (LEARNING_RATES if name == 'learning_rate' else (name,))]
+    return all(key.startswith('policy.learn.') and key.split('.', 2)[2] in ROW_SETTINGS for key in keys)
+
+
+def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, stack: int = 4,
+         timeout: float | None = None, storage: str | None = None, study_name: str | None = None, seed: int = 0,
+         space: dict[str, list] | None = None, pruner: str = 'median') -> Any:
+    """Search ``space`` (default: the config's ``tune.space``, else ``DEFAULT_SPACE``) over ``n_trials`` trials of
+    ``max_env_step`` env steps each (a resumed study counts the trials it has), ``stack`` rows at a time where they
+    stack; stop starting trials after ``timeout`` seconds. Writes ``<name>_tune/best_config.py`` and
+    ``summary.txt``; returns the Optuna study."""
+    optuna = _optuna()
+    main, create = read_config(input_cfg) if isinstance(input_cfg, str) else copy.deepcopy(tuple(input_cfg))
+    space = check_space(space or (main.pop('tune', None) or {}).get('space') or DEFAULT_SPACE)
+    main.pop('tune', None)
+    if not (isinstance(stack, int) and stack >= 1 and isinstance(n_trials, int) and n_trials >= 1):
+        raise ConfigError(f"n_trials and stack must be positive ints, got {n_trials!r} and {stack!r}")
+    folder = re.sub(r'_seed\d+$', '', str(main.get('exp_name', 'default_experiment'))) + '_tune'
+    reason = _why_one_at_a_time(main, create, seed, space)
+    if reason is not None and stack > 1:
+        print(f"trials run one after another, not stacked: {reason}", flush=True)
+        stack = 1
+    study = optuna.create_study(
+        study_name=study_name or os.path.basename(folder), storage=storage, load_if_exists=True,
+        direction='maximize', sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max_env_step // 3)
+        if pruner == 'median' else optuna.pruners.NopPruner())
+    _requeue_interrupted(study, optuna)
+    start = time.time()
+    while (left := n_trials - _finished(study, optuna)) > 0 and (timeout is None or time.time() - start < timeout):
+        trials = [study.ask() for _ in range(min(stack, left))]
+        _run_group(study, optuna, trials, [(main, create)] * len(trials), folder, space, seed, max_env_step)
+    summarise_search(study, optuna, main, create, folder, space)
+    return study
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError("ding_lite tune searches with Optuna, which is not installed: pip install "
+                          "'ding-lite[tune]' (or pip install optuna)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def _why_one_at_a_time(main: EasyDict, create: EasyDict, seed: int, space: dict[str, list]) -> str | None:
+    if not stacks(space):
+        return f"the search space sets {', '.join(space)}: beyond policy.learn's {', '.join(ROW_SETTINGS)} (and " \
+               f"learning_rate) a trial may change the networks' shapes or the run's loop"
+    cfg = compile_input((main, create), seed, save_cfg=False)
+    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
+
+
+def _finished(study: Any, optuna: Any) -> int:
+    """Trials done: complete, pruned, or failed on their own (not stopped by an interrupted search)."""
+    states = optuna.trial.TrialState
+    return sum(t.state in (states.COMPLETE, states.PRUNED) or
+               t.state == states.FAIL and not t.user_attrs.get('interrupted') for t in study.trials)
+
+
+def _requeue_interrupted(study: Any, optuna: Any) -> None:
+    """The trials a stopped search left running fail as interrupted, and their parameters are asked again."""
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study._storage.set_trial_user_attr(trial._trial_id, 'interrupted', True)
+        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+        study.enqueue_trial(trial.params, skip_if_exists=False)
+
+
+def _run_group(study: Any, optuna: Any, trials: list[Any], configs: list[tuple], folder: str,
+               space: dict[str, list], seed: int, max_env_step: int) -> None:
+    """Run ``trials`` as the rows of one run (one row: a plain run) and tell the study how each ended."""
+    records = {}
+    rows = []
+    for trial, (main, create) in zip(trials, configs):
+        overrides = {**sample(trial, space), 'exp_name': os.path.join(folder, f'trial_{trial.number}')}
+        rows.append((apply_overrides(main, create, overrides), seed))
+        records[rows[-1][0][0].exp_name] = SimpleNamespace(trial=trial, curve=[], pruned=False)
+
+    def prepare(run: SimpleNamespace) -> None:
+        record = records[run.cfg.exp_name]
+        run.evaluator.stop_rule = lambda train_iter, envstep, info: _report(record, envstep, info)
+    try:
+        train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare)
+    except KeyboardInterrupt:
+        raise  # (the trials stay running: a resumed search asks their parameters again)
+    except Exception as error:  # a trial's config or run failed: the search goes on
+        print(f"trials {[t.number for t in trials]} failed: {type(error).__name__}: {error}", flush=True)
+        for trial in trials:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return
+    for record in records.values():
+        if record.pruned:
+            study.tell(record.trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(record.trial, curve_score(record.curve, max_env_step))
+
+
+def _report(record: SimpleNamespace, envstep: int, info: dict[str, float]) -> str | None:
+    """An evaluation to the trial (the pruner's intermediate value at ``envstep``); why it stops, if pruned."""
+    record.curve.append((envstep, info['return_mean']))
+    record.trial.report(info['return_mean'], envstep)
+    if record.trial.should_prune():
+        record.pruned = True
+        return f"pruned by the search: below the median of earlier trials at env step {envstep}"
+    return None
+
+
+def curve_score(curve: list[tuple[int, float]], budget: int) -> float:
+    """The mean evaluation return over ``[0, budget]`` env steps, each evaluation's return holding until the next
+    (the last one's to the budget's end): the area under the learning curve over the budget."""
+    if not curve:
+        return -math.inf
+    points = sorted(curve) + [(max(budget, curve[-1][0]), curve[-1][1])]
+    area = sum(value * (nxt - step) for (step, value), (nxt, _) in zip(points, points[1:]))
+    return area / max(points[-1][0] - points[0][0], 1) if points[-1][0] > points[0][0] else points[0][1]
+
+
+def summarise_search(study: Any, optuna: Any, main: EasyDict, create: EasyDict, folder: str,
+                     space: dict[str, list]) -> str:
+    """Print the trials, the best one and the parameters' importances; write ``best_config.py`` (the config with the
+    best trial's values) and ``summary.txt`` into ``folder``; returns the summary."""
+    states = optuna.trial.TrialState
+    lines = [f"search {study.study_name}: {len(study.trials)} trials"]
+    for t in study.trials:
+        value = f"{t.value:.1f}" if t.value is not None else '-'
+        lines.append(f"  trial {t.number:3d}  {t.state.name.lower():9s} {value:>8s}  "
+                     + ', '.join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in t.params.items()))
+    complete = [t for t in study.trials if t.state == states.COMPLETE]
+    os.makedirs(folder, exist_ok=True)
+    if complete:
+        best = study.best_trial
+        overrides = {**sample(optuna.trial.FixedTrial(best.params), space),
+                     'exp_name': re.sub(r'_tune$', '', folder) + '_best_seed0'}
+        best_main, best_create = apply_overrides(main, create, overrides)
+        path = os.path.join(folder, 'best_config.py')
+        save_config({**best_main, 'create_config': best_create}, path, overrides,
+                    title=f"The config with search {study.study_name}'s best trial ({best.number})")
+        lines += [f"best: trial {best.number}, score {best.value:.1f} (mean evaluation return over the budget)",
+                  f"wrote {path}"]
+        if len(complete) >= 3:
+            with contextlib.suppress(Exception), warnings.catch_warnings():  # (trials too alike to tell apart)
+                warnings.simplefilter('ignore')
+                importances = optuna.importance.get_param_importances(study)
+                lines.append('importances: ' + ', '.join(f"{k} {v:.2f}" for k, v in importances.items()))
+    text = '\n'.join(lines)
+    atomic_write_text(os.path.join(folder, 'summary.txt'), text + '\n')
+    print(text, flush=True)
+    return text
