@@ -112,6 +112,9 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     if not (isinstance(stack, int) and stack >= 1 and isinstance(n_trials, int) and n_trials >= 1):
         raise ConfigError(f"n_trials and stack must be positive ints, got {n_trials!r} and {stack!r}")
     folder = re.sub(r'_seed\d+$', '', str(main.get('exp_name', 'default_experiment'))) + '_tune'
+    first = {name: spec[1][0] if spec[0] == 'categorical' else spec[1] for name, spec in space.items()}
+    compile_input(apply_overrides(main, create, sample(optuna.trial.FixedTrial(first), space)), seed,
+                  save_cfg=False)  # the space's keys and values checked as the config's are, before any trial
     reason = _why_one_at_a_time(main, create, seed, space)
     if reason is not None and stack > 1:
         print(f"trials run one after another, not stacked: {reason}", flush=True)
@@ -166,15 +169,14 @@ def _requeue_interrupted(study: Any, optuna: Any) -> None:
 def _run_group(study: Any, optuna: Any, trials: list[Any], configs: list[tuple], folder: str,
                space: dict[str, list], seed: int, max_env_step: int) -> None:
     """Run ``trials`` as the rows of one run (one row: a plain run) and tell the study how each ended."""
-    records = {}
-    rows = []
-    for trial, (main, create) in zip(trials, configs):
-        overrides = {**sample(trial, space), 'exp_name': os.path.join(folder, f'trial_{trial.number}')}
-        rows.append((apply_overrides(main, create, overrides), seed))
-        records[rows[-1][0][0].exp_name] = SimpleNamespace(trial=trial, curve=[], pruned=False)
+    records = [SimpleNamespace(trial=trial, curve=[], pruned=False) for trial in trials]
+    rows = [(apply_overrides(main, create, {**sample(trial, space),
+                                            'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
+            for trial, (main, create) in zip(trials, configs)]
+    pending = iter(records)  # prepare is called on the rows' runs in their order
 
     def prepare(run: SimpleNamespace) -> None:
-        record = records[run.cfg.exp_name]
+        record = next(pending)
         run.evaluator.stop_rule = lambda train_iter, envstep, info: _report(record, envstep, info)
     try:
         train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare)
@@ -185,7 +187,7 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], configs: list[tuple],
         for trial in trials:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
         return
-    for record in records.values():
+    for record in records:
         if record.pruned:
             study.tell(record.trial, state=optuna.trial.TrialState.PRUNED)
         else:

@@ -131,3 +131,16 @@ def test_tune_through_the_cli_stacks_writes_the_best_config_and_resumes_after_ct
     for trial in study.trials[2:]:                                 # each trial's run kept its own settings
         cfg, _ = read_config(str(tmp_path / 'tiny_tune' / f'trial_{trial.number}' / 'total_config.py'))
         assert cfg.policy.learn.target_theta == trial.params['policy.learn.target_theta']
+
+
+def test_a_bad_search_space_is_refused_before_any_trial(tmp_path):
+    pytest.importorskip('optuna')
+    space = tmp_path / 'space.json'
+    space.write_text('{"policy.learn.learning_rate_k": ["loguniform", 1e-4, 1e-2]}')
+    command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '100', '--space', str(space)]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and 'ding_lite: error: ConfigError:' in run.stderr and 'learning_rate_k' in run.stderr
+    space.write_text('{"policy.learn.batch_size": ["int", 64, 16]}')
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and 'low 64 must be below high 16' in run.stderr, run.stderr
+    assert not (tmp_path / 'tiny_tune').exists()
