@@ -109,8 +109,9 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     main, create = read_config(input_cfg) if isinstance(input_cfg, str) else copy.deepcopy(tuple(input_cfg))
     space = check_space(space or (main.pop('tune', None) or {}).get('space') or DEFAULT_SPACE)
     main.pop('tune', None)
-    if not (isinstance(stack, int) and stack >= 1 and isinstance(n_trials, int) and n_trials >= 1):
-        raise ConfigError(f"n_trials and stack must be positive ints, got {n_trials!r} and {stack!r}")
+    if not all(isinstance(n, int) and n >= 1 for n in (max_env_step, n_trials, stack)):
+        raise ConfigError(f"max_env_step, n_trials and stack must be positive ints, got {max_env_step!r}, "
+                          f"{n_trials!r} and {stack!r}")
     folder = re.sub(r'_seed\d+$', '', str(main.get('exp_name', 'default_experiment'))) + '_tune'
     first = {name: spec[1][0] if spec[0] == 'categorical' else spec[1] for name, spec in space.items()}
     compile_input(apply_overrides(main, create, sample(optuna.trial.FixedTrial(first), space)), seed,
@@ -128,7 +129,7 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     start = time.time()
     while (left := n_trials - _finished(study, optuna)) > 0 and (timeout is None or time.time() - start < timeout):
         trials = [study.ask() for _ in range(min(stack, left))]
-        _run_group(study, optuna, trials, [(main, create)] * len(trials), folder, space, seed, max_env_step)
+        _run_group(study, optuna, trials, (main, create), folder, space, seed, max_env_step)
     summarise_search(study, optuna, main, create, folder, space)
     return study
 
@@ -166,13 +167,14 @@ def _requeue_interrupted(study: Any, optuna: Any) -> None:
         study.enqueue_trial(trial.params, skip_if_exists=False)
 
 
-def _run_group(study: Any, optuna: Any, trials: list[Any], configs: list[tuple], folder: str,
+def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder: str,
                space: dict[str, list], seed: int, max_env_step: int) -> None:
-    """Run ``trials`` as the rows of one run (one row: a plain run) and tell the study how each ended."""
+    """Run ``trials`` of ``config`` (its two parts) as the rows of one run (one row: a plain run) and tell the study
+    how each ended."""
     records = [SimpleNamespace(trial=trial, curve=[], pruned=False) for trial in trials]
-    rows = [(apply_overrides(main, create, {**sample(trial, space),
-                                            'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
-            for trial, (main, create) in zip(trials, configs)]
+    rows = [(apply_overrides(*config, {**sample(trial, space),
+                                       'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
+            for trial in trials]
     pending = iter(records)  # prepare is called on the rows' runs in their order
 
     def prepare(run: SimpleNamespace) -> None:

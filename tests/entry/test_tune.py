@@ -87,7 +87,7 @@ def test_a_pruned_row_leaves_the_stack_and_the_others_continue(tmp_path, monkeyp
     monkeypatch.setattr(trials[0], 'should_prune', lambda: len(trials[0].storage.get_trial(
         trials[0]._trial_id).intermediate_values) >= 2)           # pruned at its second evaluation
     monkeypatch.setattr(trials[1], 'report', lambda value, step: reports.append(step))
-    tune_module._run_group(study, optuna, trials, [(main, create)] * 2, 'tiny_tune', tune_module.DEFAULT_SPACE, 0,
+    tune_module._run_group(study, optuna, trials, (main, create), 'tiny_tune', tune_module.DEFAULT_SPACE, 0,
                            400)
     pruned, kept = (_rows(tmp_path / 'tiny_tune' / f'trial_{k}' / 'log' / 'evaluator.csv') for k in (0, 1))
     assert len(pruned) == 2 and int(pruned[-1]['envstep']) < 400  # its run ended at the pruning evaluation
