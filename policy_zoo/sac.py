@@ -366,7 +366,8 @@ class SACPolicy(Policy):
             heads = self._heads
             return batch.reward + heads.gamma * (1 - batch.done[:, None] * heads.use_done) * v
         reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
-        gamma = batch.gamma if 'gamma' in batch else self._gamma  # stacked trials: each row's own (SeedAxis)
+        # stacked trials: each row's own (SeedAxis's Fields carry it)
+        gamma = batch['gamma'] if isinstance(batch, dict) and 'gamma' in batch else self._gamma
         return reward + gamma * (1 - done) * v
 
     def _q_pred(self, batch: Batch) -> Tensor:
