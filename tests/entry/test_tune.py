@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from ding_lite.config import compile_config, read_config
+from ding_lite.config import ConfigError, compile_config, read_config
 from entry.pipeline import tune as tune_module
 from entry.pipeline.seed_axis import SeedAxis
 from policy_zoo import create_policy
@@ -140,7 +140,9 @@ def test_a_bad_search_space_is_refused_before_any_trial(tmp_path):
     command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '100', '--space', str(space)]
     run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and 'ding_lite: error: ConfigError:' in run.stderr and 'learning_rate_k' in run.stderr
-    space.write_text('{"policy.learn.batch_size": ["int", 64, 16]}')
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1 and 'low 64 must be below high 16' in run.stderr, run.stderr
     assert not (tmp_path / 'tiny_tune').exists()
+    space.write_text('{"policy.learn.batch_size": ["int", 64, 16]}')
+    with pytest.raises(ConfigError, match='low 64 must be below high 16'):
+        tune_module.load_space(str(space))
+    with pytest.raises(ConfigError, match=r"expected \['loguniform', low, high\]"):
+        tune_module.check_space({'policy.learn.alpha': ['normal', 0.1, 0.2]})
