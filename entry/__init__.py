@@ -1,14 +1,29 @@
 """Pipelines, their tools and the command line: ``pipeline/`` (the serial pipelines, one seed or many, SQIL, and the
 run's steps and life cycle), ``parallel/`` (the Ray pipeline and its actors), ``tools/`` (acting with, evaluating,
-exporting, plotting and finding runs), ``cli.py``. docs/ARCHITECTURE.md draws them."""
+exporting, plotting and finding runs), ``cli.py``. docs/ARCHITECTURE.md draws them.
+
+The names below are imported on first use, so that ``ding_lite plot`` and the other tools start without torch."""
 from __future__ import annotations
 
-from .parallel.pipeline import parallel_pipeline
-from .pipeline.offline import serial_pipeline_offline
-from .pipeline.serial import serial_pipeline
-from .pipeline.sqil import serial_pipeline_sqil
-from .tools.agent import Agent, load_policy
-from .tools.application import collect_demo_data, eval
+import importlib
+from typing import Any
+
+_HOMES = {'serial_pipeline': '.pipeline.serial', 'serial_pipeline_sqil': '.pipeline.sqil',
+          'serial_pipeline_offline': '.pipeline.offline', 'collect_demo_data': '.tools.application',
+          'eval': '.tools.application', 'parallel_pipeline': '.parallel.pipeline', 'load_policy': '.tools.agent',
+          'Agent': '.tools.agent'}
 
 __all__ = ['serial_pipeline', 'serial_pipeline_sqil', 'serial_pipeline_offline', 'collect_demo_data', 'eval',
            'parallel_pipeline', 'load_policy', 'Agent']
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'entry' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

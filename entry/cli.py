@@ -190,8 +190,9 @@ def _run_tool(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .pipeline import life_cycle
-    life_cycle.COMMAND = [*_program(), *argv]
+    if not argv or argv[0] not in TOOLS or argv[0] == 'tune':  # what trains says how to resume (the tools load fast)
+        from .pipeline import life_cycle
+        life_cycle.COMMAND = [*_program(), *argv]
     if argv and argv[0] in TOOLS:
         tool_parser = build_tool_parser()
         args = tool_parser.parse_args(argv)

@@ -17,16 +17,18 @@ import json
 import math
 import os
 import re
+import shlex
 import time
 import warnings
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, apply_overrides, read_config, save_config
 from ding_lite.utils.checkpoint import atomic_write_text
 from policy_zoo import get_policy_cls
+from . import life_cycle
 from .config_input import compile_input
 from .seed_axis import ROW_SETTINGS, why_not_vectorised
 from .seeds import train_rows
@@ -127,11 +129,28 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
         if pruner == 'median' else optuna.pruners.NopPruner())
     _requeue_interrupted(study, optuna)
     start = time.time()
-    while (left := n_trials - _finished(study, optuna)) > 0 and (timeout is None or time.time() - start < timeout):
-        trials = [study.ask() for _ in range(min(stack, left))]
-        _run_group(study, optuna, trials, (main, create), folder, space, seed, max_env_step)
+    with _continued_by_the_same_search(storage):
+        while (left := n_trials - _finished(study, optuna)) > 0 and \
+                (timeout is None or time.time() - start < timeout):
+            trials = [study.ask() for _ in range(min(stack, left))]
+            _run_group(study, optuna, trials, (main, create), folder, space, seed, max_env_step)
     summarise_search(study, optuna, main, create, folder, space)
     return study
+
+
+@contextlib.contextmanager
+def _continued_by_the_same_search(storage: str | None) -> Iterator[None]:
+    """A trial stopped by Ctrl-C says how to continue: the search's own command again (not a run's --resume)."""
+    if os.environ.get('DING_LITE_RESUME_COMMAND'):
+        yield
+        return
+    command = shlex.join(life_cycle.COMMAND) if life_cycle.COMMAND else 'the same tune(...) call'
+    os.environ['DING_LITE_RESUME_COMMAND'] = f"{command} (the search's trials are in its storage)" if storage else \
+        "no command (a search without --storage sqlite:///search.db starts over)"
+    try:
+        yield
+    finally:
+        del os.environ['DING_LITE_RESUME_COMMAND']
 
 
 def _optuna() -> Any:

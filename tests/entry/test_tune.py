@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import csv
 import pprint
+import shlex
 import signal
 import subprocess
 import time
@@ -114,6 +115,7 @@ def test_tune_through_the_cli_stacks_writes_the_best_config_and_resumes_after_ct
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err[-2000:]
+    assert f"continue it with: {shlex.join(command)} (the search's trials are in its storage)" in out + err
     assert not (tmp_path / 'tiny_tune' / 'best_config.py').exists()
     run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
