@@ -203,10 +203,15 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
         train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare)
     except KeyboardInterrupt:
         raise  # (the trials stay running: a resumed search asks their parameters again)
-    except Exception as error:  # a trial's config or run failed: the search goes on
-        print(f"trials {[t.number for t in trials]} failed: {type(error).__name__}: {error}", flush=True)
-        for trial in trials:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    except Exception as error:  # a trial's run failed (a NaN at a large learning rate): the search goes on
+        if len(trials) > 1:  # one row's failure ends the stacked run: each trial runs again alone (a new folder)
+            print(f"trials {[t.number for t in trials]}, stacked, failed ({type(error).__name__}: {error}); each "
+                  f"runs again alone", flush=True)
+            for trial in trials:
+                _run_group(study, optuna, [trial], config, folder, space, seed, max_env_step)
+            return
+        print(f"trial {trials[0].number} failed: {type(error).__name__}: {error}", flush=True)
+        study.tell(trials[0], state=optuna.trial.TrialState.FAIL)
         return
     for record in records:
         if record.pruned:

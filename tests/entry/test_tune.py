@@ -148,3 +148,22 @@ def test_a_bad_search_space_is_refused_before_any_trial(tmp_path):
         tune_module.load_space(str(space))
     with pytest.raises(ConfigError, match=r"expected \['loguniform', low, high\]"):
         tune_module.check_space({'policy.learn.alpha': ['normal', 0.1, 0.2]})
+
+
+def test_a_failing_row_fails_alone_and_its_stack_mates_finish(tmp_path, monkeypatch):
+    """A run that raises in one row (a NaN at a large learning rate) ends the stacked run: its trials run again one
+    by one, so that only the failing trial fails."""
+    optuna = pytest.importorskip('optuna')
+    monkeypatch.chdir(tmp_path)
+    main, create = read_config(_config_file(tmp_path))
+    study = optuna.create_study(direction='maximize')
+    trials = [study.ask() for _ in range(3)]
+    original = tune_module.train_rows
+
+    def train_rows(rows, *args, **kwargs):
+        if any(row[0][0].exp_name.endswith('trial_1') for row in rows):
+            raise FloatingPointError('a NaN in trial 1')
+        return original(rows, *args, **kwargs)
+    monkeypatch.setattr(tune_module, 'train_rows', train_rows)
+    tune_module._run_group(study, optuna, trials, (main, create), 'tiny_tune', tune_module.DEFAULT_SPACE, 0, 100)
+    assert [t.state.name for t in study.trials] == ['COMPLETE', 'FAIL', 'COMPLETE']
