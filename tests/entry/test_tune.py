@@ -35,7 +35,7 @@ def _batch_size(policy_type: str) -> int:
     return 32 if policy_type == 'crossq' else 8  # CrossQ's batch norm at 8: see test_seeds
 
 
-@pytest.mark.parametrize('policy_type', ['sac', 'discrete_sac', 'crossq'])
+@pytest.mark.parametrize('policy_type', ['sac', 'discrete_sac', 'crossq', 'tqc', 'redq', 'sac_v1'])
 def test_a_stacked_rows_update_equals_its_own_hyperparameters_update(policy_type):
     """Row k of a stacked update with rows of different learning rates, gamma, tau, alpha and target entropy
     equals a single policy of row k's settings over 3 updates on the same batches: every tensor."""
