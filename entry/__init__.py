@@ -11,10 +11,10 @@ from typing import Any
 _HOMES = {'serial_pipeline': '.pipeline.serial', 'serial_pipeline_sqil': '.pipeline.sqil',
           'serial_pipeline_offline': '.pipeline.offline', 'collect_demo_data': '.tools.application',
           'eval': '.tools.application', 'parallel_pipeline': '.parallel.pipeline', 'load_policy': '.tools.agent',
-          'Agent': '.tools.agent'}
+          'Agent': '.tools.agent', 'tune': '.pipeline.tune'}
 
 __all__ = ['serial_pipeline', 'serial_pipeline_sqil', 'serial_pipeline_offline', 'collect_demo_data', 'eval',
-           'parallel_pipeline', 'load_policy', 'Agent']
+           'parallel_pipeline', 'load_policy', 'Agent', 'tune']
 
 
 def __getattr__(name: str) -> Any:

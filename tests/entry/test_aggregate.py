@@ -37,6 +37,20 @@ def test_the_bootstrap_is_stratified_by_task():
     assert interval(scores, statistic('mean'))[1] < interval(scores, statistic('mean'))[2]
 
 
+def test_iqm_and_its_interval_agree_with_rliable_where_it_runs():
+    try:  # (rliable 1.2 needs arch < 8, which fails to import beside pandas 3)
+        from rliable import library, metrics
+    except Exception as error:
+        pytest.skip(f"rliable does not import here: {type(error).__name__}")
+    scores = np.random.default_rng(1).normal(-200, 60, size=(10, 3))
+    points, intervals = library.get_interval_estimates({'x': scores}, lambda s: np.array([metrics.aggregate_iqm(s)]),
+                                                       reps=20000)
+    point, low, high = interval(scores, statistic('iqm'), reps=20000)
+    assert point == pytest.approx(float(points['x'][0]))
+    assert low == pytest.approx(float(intervals['x'][0, 0]), abs=3) and high == pytest.approx(
+        float(intervals['x'][1, 0]), abs=3)
+
+
 def test_performance_profile_and_its_band_by_hand():
     scores = np.array([-300.0, -200.0, -150.0, -150.0])
     assert profile(scores, np.array([-400.0, -250.0, -150.0, -100.0])).tolist() == [1.0, 0.75, 0.0, 0.0]
