@@ -23,7 +23,7 @@ from .utils.checkpoint import atomic_write_text
 from .utils.default_config import ConfigError, ConfigWarning, class_default_config, config_docs, deep_merge
 from .utils.device import resolve_device
 
-TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel', 'logger')
+TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel', 'logger', 'tune')
 
 
 class ParallelSection:
@@ -371,6 +371,8 @@ def compile_config(
                    parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()),
                    logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
                                        {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
+    if main_cfg.get('tune') is not None:  # kept (total_config.py can be searched again); training ignores it
+        cfg.tune = _compile_tune(main_cfg.tune)
     for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
         if 'env_num' in cfg.policy[mode]:  # declared: set as DI-engine's compile_config does, the env's count rules
             cfg.policy[mode].env_num = cfg.env.get(env_key, 1)
@@ -387,6 +389,15 @@ def compile_config(
     if save_cfg:
         save_config(cfg, os.path.join(cfg.exp_name, save_path), overrides)
     return cfg
+
+
+def _compile_tune(tune: Any) -> EasyDict:
+    """The top-level ``tune`` section: ``ding_lite tune``'s search space, ``dict(space={config key: [kind, ...]})``
+    (its kinds are checked by the search)."""
+    if not (isinstance(tune, dict) and set(tune) == {'space'} and isinstance(tune['space'], dict)):
+        raise ConfigError(f"the top-level tune section must be dict(space={{config key: [kind, ...]}}), ding_lite "
+                          f"tune's search space; got {tune!r}")
+    return EasyDict(tune)
 
 
 def _record_user_modules(cfg: EasyDict, paths: list[str]) -> None:

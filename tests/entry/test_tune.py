@@ -167,3 +167,19 @@ def test_a_failing_row_fails_alone_and_its_stack_mates_finish(tmp_path, monkeypa
     monkeypatch.setattr(tune_module, 'train_rows', train_rows)
     tune_module._run_group(study, optuna, trials, (main, create), 'tiny_tune', tune_module.DEFAULT_SPACE, 0, 100)
     assert [t.state.name for t in study.trials] == ['COMPLETE', 'FAIL', 'COMPLETE']
+
+
+def test_a_configs_tune_section_is_the_searchs_space_and_training_keeps_it_aside(tmp_path, monkeypatch):
+    optuna = pytest.importorskip('optuna')
+    monkeypatch.chdir(tmp_path)
+    main, create = read_config(_config_file(tmp_path))
+    main.tune = dict(space={'policy.learn.alpha': ['uniform', 0.1, 0.3]})
+    assert compile_config((main, create), save_cfg=False).tune.space == main.tune.space    # a serial run accepts it
+    main.tune = dict(spaces={})
+    with pytest.raises(ConfigError, match='the top-level tune section must be dict'):
+        compile_config((main, create), save_cfg=False)
+    main.tune = dict(space={'policy.learn.alpha': ['uniform', 0.1, 0.3]})
+    study = tune_module.tune((main, create), max_env_step=60, n_trials=1, stack=1)
+    assert list(study.trials[0].params) == ['policy.learn.alpha'] and isinstance(study, optuna.Study)
+    best, _ = read_config(str(tmp_path / 'tiny_tune' / 'best_config.py'))
+    assert 'tune' not in best and best.policy.learn.alpha == study.trials[0].params['policy.learn.alpha']
