@@ -101,7 +101,7 @@ class ReplayBuffer:
             self._storage[path].index_copy_(0, index, value)
         if self._links is not None:
             self._links.write(index, flat[('env_id',)], flat[('episode_start',)])
-        self._on_write(index)
+        self._on_write(index, flat)
         self._ptr = (self._ptr + n) % self.size
         self._count = min(self._count + n, self.size)
 
@@ -143,8 +143,9 @@ class ReplayBuffer:
         if self._count == 0:
             raise ValueError("cannot sample from an empty replay buffer")
 
-    def _on_write(self, index: Tensor) -> None:
-        """Hook for subclasses that track per-slot state (priorities)."""
+    def _on_write(self, index: Tensor, flat: dict[tuple[str, ...], Tensor]) -> None:
+        """Hook for subclasses that track per-slot state (priorities, episodes): ``index`` the slots written, in
+        order, ``flat`` the pushed fields as given (before their move to the buffer's device)."""
 
     def count(self) -> int:
         return self._count

@@ -89,9 +89,9 @@ class HerReplayBuffer(ReplayBuffer):
                              f"{sorted('.'.join(p) for p in flat)}")
         super()._check_schema(flat)
 
-    def _on_write(self, index: Tensor) -> None:
-        self._track(index.cpu().numpy(), self._storage[('env_id',)][index].cpu().numpy().reshape(-1),
-                    self._storage[('episode_start',)][index].cpu().numpy().reshape(-1))
+    def _on_write(self, index: Tensor, flat: dict[tuple[str, ...], Tensor]) -> None:
+        self._track(index.cpu().numpy(), flat[('env_id',)].cpu().numpy().reshape(-1),
+                    flat[('episode_start',)].cpu().numpy().reshape(-1))
 
     def _track(self, slots: np.ndarray, env_ids: np.ndarray, starts: np.ndarray) -> None:
         """Slots written in this order: each env's running episode grows, and ends where the env starts another."""

@@ -37,7 +37,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._max_priority = torch.ones((), dtype=torch.float64, device=self.device)
         self._priority = torch.ones(self.size, dtype=torch.float64, device=self.device)  # raw: saved as is
 
-    def _on_write(self, index: Tensor) -> None:
+    def _on_write(self, index: Tensor, flat: dict[tuple[str, ...], Tensor]) -> None:
         self._set_priority(index, self._max_priority.expand(index.shape))
 
     def _set_priority(self, index: Tensor, priority: Tensor) -> None:

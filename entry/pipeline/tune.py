@@ -109,8 +109,8 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     ``summary.txt``; returns the Optuna study."""
     optuna = _optuna()
     main, create = read_config(input_cfg) if isinstance(input_cfg, str) else copy.deepcopy(tuple(input_cfg))
-    space = check_space(space or (main.pop('tune', None) or {}).get('space') or DEFAULT_SPACE)
-    main.pop('tune', None)
+    section = main.pop('tune', None) or {}  # (the trials' and the best config's own runs need no search space)
+    space = check_space(space or section.get('space') or DEFAULT_SPACE)
     if not all(isinstance(n, int) and n >= 1 for n in (max_env_step, n_trials, stack)):
         raise ConfigError(f"max_env_step, n_trials and stack must be positive ints, got {max_env_step!r}, "
                           f"{n_trials!r} and {stack!r}")
