@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from easydict import EasyDict
 
+from .capabilities import Pipeline, check as check_capabilities
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
@@ -344,6 +345,7 @@ def compile_config(
         collector: type | None = None,
         evaluator: type | None = None,
         overrides: dict[str, Any] | None = None,
+        pipeline: Pipeline | None = None,
 ) -> EasyDict:
     """Merge the registered classes' defaults under ``main_cfg`` and return the full, checked config.
 
@@ -352,7 +354,8 @@ def compile_config(
     takes the config's own ``seed`` (a saved ``total_config.py`` has one), else 0. With ``save_cfg`` and
     ``renew_dir``, an ``exp_name`` folder that already exists gets a time suffix, so an earlier run's
     checkpoints and logs are never touched. ``overrides`` (``{dotted key: value}``, ``--set``) are set first and
-    recorded at the top of ``total_config.py``.
+    recorded at the top of ``total_config.py``. A combination of features that the policy class (or ``pipeline``,
+    where given) does not declare is refused (``ding_lite.capabilities``) before anything is written.
     """
     if isinstance(main_cfg, (tuple, list)):
         main_cfg, create_cfg = main_cfg
@@ -384,6 +387,7 @@ def compile_config(
         env=dict(type=cfg.env.type), env_manager=dict(type=cfg.env.manager.type), policy=dict(type=policy.type),
         replay_buffer=dict(type=policy.other.replay_buffer.type), import_names=sorted(set(imported)))
     _record_user_modules(cfg, create_cfg.get('import_paths') or [])
+    check_capabilities(cfg, POLICY_REGISTRY.get(cfg.policy.type), pipeline)
     if save_cfg and renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
     if save_cfg:

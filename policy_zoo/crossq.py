@@ -36,7 +36,7 @@ class CrossQPolicy(SACPolicy):
     actor (and alpha) step once per ``policy_delay`` critic steps; Adam's beta1 is 0.5. Collection and evaluation
     run the model in eval mode, on the running statistics.
     """
-    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
+    capabilities = frozenset({'cloning'})  # its update is not written for sequences or reward heads
 
     target_network = False
     config = dict(

@@ -28,6 +28,7 @@ class DiscreteSACPolicy(SACPolicy):
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
+    capabilities = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(
         type='discrete_sac',                 # the registered policy name
@@ -85,26 +86,20 @@ class DiscreteSACPolicy(SACPolicy):
 
     def _q_pred(self, batch: Batch) -> Tensor:
         q_all = self._critic(batch.obs)                                      # [E, B, A(, K heads)]
-        if self._heads is not None:
-            index = batch.action.long().view(1, -1, 1, 1).expand(q_all.shape[0], -1, 1, q_all.shape[-1])
-            return q_all.gather(-2, index).squeeze(-2)                       # [E, B, K]
-        index = batch.action.long().view(1, -1, 1).expand(q_all.shape[0], -1, 1)
-        return q_all.gather(-1, index).squeeze(-1)                           # [E, B]
+        heads = q_all.shape[3:]
+        index = batch.action.long().view(1, -1, 1, *[1] * len(heads)).expand(q_all.shape[0], -1, 1, *heads)
+        return q_all.gather(2, index).squeeze(2)                             # [E, B(, K)]
 
     def _soft_target_v(self, next_obs: Any) -> Tensor:
         log_pi = self._log_pi(next_obs)
-        q = self._critic(next_obs, target=True)
-        if self._heads is not None:  # each head's soft value [B, K], with its share of the entropy bonus
-            bonus = self._alpha.value * log_pi[..., None] * self._heads.entropy_share()
-            return (log_pi.exp()[..., None] * (self._heads.reduce(q) - bonus)).sum(-2)
-        return (log_pi.exp() * (q.min(0).values - self._alpha.value * log_pi)).sum(-1)
+        v = self._heads.soft_value(self._critic(next_obs, target=True), self._alpha.value * log_pi)  # [B, A(, K)]
+        return self._heads.expectation(log_pi.exp(), v)
 
     def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         log_pi = self._log_pi(obs)
         pi = log_pi.exp()
         with torch.no_grad():
-            q = self._critic(obs)
-            q_min = q.min(0).values if self._heads is None else self._heads.combine(self._heads.reduce(q))
+            q_min = self._heads.combine(self._heads.reduce(self._critic(obs)))
         entropy = -(pi * log_pi).sum(-1)
         stats = {'max_prob': pi.detach().max(-1).values.mean()}  # near 1: the policy has become greedy
         return row_mean((pi * (self._alpha.value * log_pi - q_min)).sum(-1), obs), entropy.detach(), stats

@@ -19,7 +19,7 @@ class REDQPolicy(SACPolicy):
     steps (``policy_delay``), as the reference code does with G updates per env step (``update_per_collect`` = G x
     ``collect.n_sample``).
     """
-    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
+    capabilities = frozenset({'cloning'})  # its update is not written for sequences or reward heads
 
     config = dict(
         type='redq',                         # the registered policy name
@@ -62,6 +62,7 @@ class DroQPolicy(REDQPolicy):
     mean of the two Qs (sbx takes their min), once per G critic steps.
     """
 
+    capabilities = REDQPolicy.capabilities
     config = dict(
         type='droq',                         # the registered policy name
         model=dict(

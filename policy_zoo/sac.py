@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import warnings
 from typing import Any, ClassVar, Iterable, Iterator
 
 import torch
@@ -16,30 +15,15 @@ from ding_lite.model import model_wrap
 from ding_lite.model.wrappers import set_training
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.utils.default_config import ConfigError, ConfigWarning
-from ding_lite.rl_utils import Temperature, load_optimizer, make_adam, preprocess_learn_batch, tanh_gaussian_sample
-from ding_lite.rl_utils.reward_heads import RewardVector
+from ding_lite.utils.default_config import ConfigError
+from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, optimizer_step, \
+    preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
-from .sac_options import check_memory, check_optimiser_knobs, check_reward_weights, check_signals, \
-    cloning_and_signals
-
-
-def _step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
-    """One optimizer step on ``loss``; returns the gradients' total 2-norm (a tensor: no host sync). With
-    ``seed_axis``, ``loss`` is ``[S]`` over parameters stacked on a leading seed axis: each seed's gradient comes
-    from its own loss, and the norms are per seed ``[S]``."""
-    optimizer.zero_grad(set_to_none=True)
-    (loss.sum() if seed_axis else loss).backward()
-    grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
-    if seed_axis:
-        norm = torch.linalg.vector_norm(torch.cat([g.reshape(len(g), -1) for g in grads], 1), dim=1)
-    else:
-        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
-    optimizer.step()
-    return norm
+from .sac_options import check_sac_config, cloning_and_signals
 
 
 @contextlib.contextmanager
@@ -66,17 +50,6 @@ def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
             'td_error': mean(td.abs()), 'priority': td.abs().mean(0)}
 
 
-def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
-    """One ``ConfigWarning`` naming the temperature's learning settings a fixed alpha leaves unused (DI-engine
-    ignores them silently)."""
-    default = cls.default_config().learn
-    unused = [f"{key}={learn[key]!r}" for key in ('target_entropy', 'learning_rate_alpha', 'log_space')
-              if learn.get(key) != default.get(key)]
-    if unused:
-        warnings.warn(f"policy.learn.auto_alpha=False keeps alpha fixed at {learn.alpha}: {', '.join(unused)} "
-                      f"do nothing; set auto_alpha=True to learn alpha with them", ConfigWarning, stacklevel=4)
-
-
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
@@ -96,8 +69,8 @@ class SACPolicy(Policy):
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
     target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
     value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
-    recurrent: ClassVar[bool] = True       # learns from a recurrent model's sequences (model.rnn)
-    signal_heads: ClassVar[bool] = True    # learns a critic head per reward signal (policy.reward_signals)
+    # what its update is written for (ding_lite.capabilities; a subclass declares its own)
+    capabilities: ClassVar[frozenset[str]] = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
@@ -158,22 +131,7 @@ class SACPolicy(Policy):
     @classmethod
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
-        check_memory(cfg, cls.recurrent)
-        check_signals(cfg, cls.signal_heads)
-        check_reward_weights(cfg, cls.signal_heads)
-        delay = cfg.learn.policy_delay
-        if not (isinstance(delay, int) and delay >= 1):
-            raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
-                              f"{delay!r}")
-        if cfg.model.get('value_network') and not cls.value_network:
-            raise ConfigError(f"policy.model.value_network=True builds SAC-v1's state-value network, which policy "
-                              f"{cfg.type!r} does not train: use policy type 'sac_v1' for it, or leave it False")
-        if not cfg.learn.auto_alpha:
-            _warn_alpha_settings(cls, cfg.learn)
-        if delay > 1 and cfg.learn.cuda_graph:
-            raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
-                              f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
-        check_optimiser_knobs(cfg, cls.target_network)
+        check_sac_config(cls, cfg)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
@@ -195,7 +153,6 @@ class SACPolicy(Policy):
 
     def _init_learn(self) -> None:
         learn = self._cfg.learn
-        self._gamma = learn.discount_factor
         self._policy_delay = learn.policy_delay              # critic steps per actor step
         self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
         self._actor_stats: dict[str, Tensor] | None = None    # the last actor step's, logged again until the next
@@ -213,6 +170,9 @@ class SACPolicy(Policy):
                                                       self._model.action_size, self._device)
         if isinstance(self._heads, RewardVector):
             self._heads.mirror = self.reward_weights  # the collector's and evaluator's, changed with the heads'
+        heads = isinstance(self._heads, RewardHeads)  # the TD target owns gamma: one, or one per head
+        self._td_estimator = TDTarget(self._heads.gamma, self._heads.use_done) if heads else \
+            TDTarget(learn.discount_factor, device=self._device)
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
@@ -247,8 +207,7 @@ class SACPolicy(Policy):
         inputs = {'obs': obs} if action is None else {'obs': obs, 'action': action}
         q = model.forward(inputs, mode='compute_critic')['q_value']
         q = q if self._n_critics > 1 else q.unsqueeze(0)  # [E, B(, A or quantiles)]
-        one_signal = self._heads is not None and getattr(self._model, 'reward_heads', 1) == 1
-        return q.unsqueeze(-1) if one_signal else q  # one signal: its axis kept
+        return self._heads.critic_output(q)
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
@@ -273,11 +232,9 @@ class SACPolicy(Policy):
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
-        signal_stats = {}
-        if self._heads is not None:  # [B, K]: a column per reward dimension, or per signal (rewarded now, by the
-            batch.reward = self._heads.rewards(batch)  # reward models as they are)
-            own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
-            signal_stats = self._signal_stats if own_batches else self._heads.train_step(batch)
+        batch.reward = self._heads.rewards(batch)  # [B, K] with heads: a column per dimension or signal
+        own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
+        signal_stats = self._signal_stats if own_batches else self._heads.train_step(batch)
         stats = self._update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
@@ -301,12 +258,8 @@ class SACPolicy(Policy):
             self._actor_stats = self._actor_step(batch.obs)
         self._learn_steps += 1
         sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
-        stats = {}
-        if self._heads is not None:  # [E, B, K]: each head's reward and value, then the weighted values
-            heads = self._heads
-            stats = {f'{heads.stat_prefix}/{name}/{key}': value[..., k].mean() for k, name in enumerate(heads.names)
-                     for key, value in (('reward', batch.reward), ('value', q.detach()))}
-            td, q, target_q = td.abs().mean(-1), heads.combine(q), heads.combine(target_q)
+        stats = self._heads.head_stats(batch.reward, q.detach())   # with heads: [E, B, K] reported per head
+        td, q, target_q = self._heads.summary(td, q, target_q)
         stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
         if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
@@ -340,11 +293,11 @@ class SACPolicy(Policy):
     @staticmethod
     def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
         """One step of ``optimizer`` on ``loss``; the gradients' total 2-norm (per seed under ``SeedAxis``)."""
-        return _step(optimizer, loss)
+        return optimizer_step(optimizer, loss)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         td, q, target_q = self._critic_td(batch)
-        squared = td.pow(2) if self._heads is None else self._heads.loss_mean(td.pow(2), target_q)
+        squared = self._heads.loss_mean(td.pow(2), target_q)
         return (batch.weight * squared).mean(-1).sum(), td, q, target_q
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
@@ -359,27 +312,15 @@ class SACPolicy(Policy):
         return self._bootstrap(batch, self._soft_target_v(batch.next_obs))
 
     def _bootstrap(self, batch: Batch, v: Tensor) -> Tensor:
-        """``r + gamma (1 - done) v``: ``[B]``, or ``[B, K]`` where the soft value ``v`` has K atoms; with reward
-        heads (dimensions or signals) ``[B, K]``, each its own reward and gamma, done ignored where the head's value
-        bootstraps through episode ends."""
-        if self._heads is not None:
-            heads = self._heads
-            return batch.reward + heads.gamma * (1 - batch.done[:, None] * heads.use_done) * v
-        reward, done = (batch.reward, batch.done) if v.dim() == 1 else (batch.reward[:, None], batch.done[:, None])
-        # stacked trials: each row's own (SeedAxis's Fields carry it)
-        gamma = batch['gamma'] if isinstance(batch, dict) and 'gamma' in batch else self._gamma
-        return reward + gamma * (1 - done) * v
+        """``r + gamma (1 - done) v`` from the soft value ``v`` ``[B]`` (``[B, K]``: atoms or heads)."""
+        return self._td_estimator(batch.reward, batch.done, v)
 
     def _q_pred(self, batch: Batch) -> Tensor:
         return self._critic(batch.obs, batch.action)
 
     def _soft_target_v(self, next_obs: Tensor) -> Tensor:
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
-        q = self._critic(next_obs, action, target=True)
-        if self._heads is not None:  # [B, K]: each head's replica reduction and its share of the entropy bonus
-            return self._heads.reduce(q) - self._alpha.value * log_prob[:, None] * self._heads.entropy_share()
-        q_min = q.min(0).values                                            # [B], or [B, K] atoms
-        return q_min - self._alpha.value * (log_prob if q_min.dim() == 1 else log_prob[:, None])
+        return self._heads.soft_value(self._critic(next_obs, action, target=True), self._alpha.value * log_prob)
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         mu, sigma = self._actor(obs)
@@ -388,9 +329,8 @@ class SACPolicy(Policy):
         return row_mean(self._alpha.value * log_prob - self._actor_q(obs, action), obs), -log_prob.detach(), stats
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
-        q = self._critic(obs, action)
         # reward heads: weights · Q (ALF's multi-dimensional reward; the mean of the signals' values, ML-Agents')
-        return q.min(0).values if self._heads is None else self._heads.combine(self._heads.reduce(q))
+        return self._heads.combine(self._heads.reduce(self._critic(obs, action)))
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
         """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
@@ -404,8 +344,7 @@ class SACPolicy(Policy):
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
         names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
-        heads = (self._heads.stat_names() if self._heads is not None else []) + \
-            (['bc_loss'] if self._bc is not None else [])
+        heads = self._heads.stat_names() + (['bc_loss'] if self._bc is not None else [])
         return names + (['alpha_loss'] if self._alpha.learned else []) + heads
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
@@ -417,7 +356,7 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
-                **(self._heads.learn_state() if self._heads is not None else {}),
+                **self._heads.learn_state(),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
@@ -427,8 +366,7 @@ class SACPolicy(Policy):
         load_optimizer(self._optimizer_q, state['optimizer_q'])
         load_optimizer(self._optimizer_policy, state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
-        if self._heads is not None:
-            self._heads.load_learn_state(state)
+        self._heads.load_learn_state(state)
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None

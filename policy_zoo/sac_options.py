@@ -1,18 +1,51 @@
-"""SAC's options beyond the update itself, checked and completed at compile time: memory (a recurrent model and the
-sequences it learns from), reward signals, behavioural cloning and the optimiser's knobs."""
+"""SAC's config checks, completed at compile time: the update's knobs, memory (a recurrent model and the sequences it
+learns from), reward signals, reward vectors, behavioural cloning and the optimiser's knobs. Which policies and
+pipelines take these features at all is declared in ``ding_lite.capabilities``, and refused there."""
 from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import torch
 from easydict import EasyDict
 
 from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.rl_utils.cloning import BehaviouralCloning
-from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector, check_weights
+from ding_lite.rl_utils.reward_heads import RewardVector, SingleReward, check_weights
 from ding_lite.model.heads import INITIALISERS
-from ding_lite.utils.default_config import ConfigError
+from ding_lite.utils.default_config import ConfigError, ConfigWarning
+
+
+def check_sac_config(cls: type, cfg: EasyDict) -> None:
+    """Every SAC setting read or refused: memory, signals, reward vectors, the update's knobs."""
+    check_memory(cfg)
+    check_signals(cfg)
+    check_reward_weights(cfg)
+    delay = cfg.learn.policy_delay
+    if not (isinstance(delay, int) and delay >= 1):
+        raise ConfigError(f"policy.learn.policy_delay must be a positive int (critic steps per actor step), got "
+                          f"{delay!r}")
+    if cfg.model.get('value_network') and not cls.value_network:
+        raise ConfigError(f"policy.model.value_network=True builds SAC-v1's state-value network, which policy "
+                          f"{cfg.type!r} does not train: use policy type 'sac_v1' for it, or leave it False")
+    if not cfg.learn.auto_alpha:
+        _warn_alpha_settings(cls, cfg.learn)
+    if delay > 1 and cfg.learn.cuda_graph:
+        raise ConfigError(f"policy.learn.cuda_graph=True replays one update, but policy_delay={delay} makes the "
+                          f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
+    check_optimiser_knobs(cfg, cls.target_network)
+
+
+def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:
+    """One ``ConfigWarning`` naming the temperature's learning settings a fixed alpha leaves unused (DI-engine
+    ignores them silently)."""
+    default = cls.default_config().learn
+    unused = [f"{key}={learn[key]!r}" for key in ('target_entropy', 'learning_rate_alpha', 'log_space')
+              if learn.get(key) != default.get(key)]
+    if unused:
+        warnings.warn(f"policy.learn.auto_alpha=False keeps alpha fixed at {learn.alpha}: {', '.join(unused)} "
+                      f"do nothing; set auto_alpha=True to learn alpha with them", ConfigWarning, stacklevel=5)
 
 
 def ml_agents_memory(cfg: EasyDict) -> None:
@@ -34,7 +67,7 @@ def ml_agents_memory(cfg: EasyDict) -> None:
     cfg.collect.unroll_len = length
 
 
-def check_memory(cfg: EasyDict, recurrent: bool) -> None:
+def check_memory(cfg: EasyDict) -> None:
     """Sequences need a recurrent model (``model.rnn``) and a policy that learns from them; the replay buffer
     samples them (``unroll_len`` steps after ``burnin_step``)."""
     ml_agents_memory(cfg)
@@ -46,19 +79,13 @@ def check_memory(cfg: EasyDict, recurrent: bool) -> None:
                               f"only a recurrent model learns from: set policy.model.rnn=dict(type='lstm', "
                               f"hidden_size=...) or leave them 1, 0 and True")
         return
-    if not recurrent:
-        raise ConfigError(f"policy.model.rnn: policy {cfg.type!r} does not learn from sequences; use 'sac' or "
-                          f"'discrete_sac', or leave model.rnn unset")
     if not (isinstance(unroll, int) and unroll >= 1 and isinstance(burnin, int) and burnin >= 0):
         raise ConfigError(f"policy.collect.unroll_len must be an int >= 1 and policy.burnin_step an int >= 0, "
                           f"got {unroll!r} and {burnin!r}")
-    if cfg.learn.cuda_graph:
-        raise ConfigError("policy.learn.cuda_graph=True replays a transition update; a recurrent model's "
-                          "sequence update runs eagerly: set cuda_graph=False")
     cfg.other.replay_buffer.update(sequence_length=unroll, burnin_step=burnin)
 
 
-def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
+def check_signals(cfg: EasyDict) -> None:
     """Each reward signal known and its keys its own; the critics get one head per signal; the extrinsic gamma
     defaults to ``learn.discount_factor``."""
     signals = cfg.get('reward_signals')
@@ -66,9 +93,6 @@ def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
         raise ConfigError("policy.reward_signals and policy.behavioral_cloning read vector observations; this "
                           "model's are a Dict (images beside vectors)")
     cloning = cfg.get('behavioral_cloning')
-    if cloning and (cfg.model.get('rnn') or cfg.learn.cuda_graph):
-        raise ConfigError("policy.behavioral_cloning: not with a recurrent model (model.rnn) or "
-                          "learn.cuda_graph=True yet; leave it None or turn those off")
     if cloning and not os.path.isfile(str(cloning.get('demo_path'))):
         raise ConfigError(f"policy.behavioral_cloning.demo_path={cloning.get('demo_path')!r}: no such file; give a "
                           f"file written by ding_lite -m collect_demo")
@@ -78,10 +102,6 @@ def check_signals(cfg: EasyDict, signal_heads: bool) -> None:
                           f"models, a positive number, with policy.reward_signals set; leave it None otherwise")
     if not signals:
         return
-    if not signal_heads or cfg.model.get('rnn'):
-        what = 'a recurrent model (model.rnn)' if signal_heads else f"policy {cfg.type!r}"
-        raise ConfigError(f"policy.reward_signals: {what} does not learn from reward signals yet; use policy "
-                          f"'sac' or 'discrete_sac' without model.rnn, or leave reward_signals None")
     if 'extrinsic' in signals and 'gamma' not in (signals.extrinsic or {}):
         signals.extrinsic = EasyDict({**(signals.extrinsic or {}), 'gamma': cfg.learn.discount_factor})
     for name in signals:
@@ -108,7 +128,7 @@ def check_optimiser_knobs(cfg: EasyDict, target_network: bool) -> None:
                           f"the target every {freq}th: set target_update_freq=1 or cuda_graph=False")
 
 
-def check_reward_weights(cfg: EasyDict, reward_heads: bool) -> None:
+def check_reward_weights(cfg: EasyDict) -> None:
     """ALF's multi-dimensional reward: ``reward_weights`` a weight per dimension, ``learn.discount_factor`` one gamma
     or one per dimension; the critics get a head per dimension."""
     weights, gamma = cfg.get('reward_weights'), cfg.learn.discount_factor
@@ -118,11 +138,6 @@ def check_reward_weights(cfg: EasyDict, reward_heads: bool) -> None:
                               f"policy.reward_weights (one weight per dimension) too, or give one gamma")
         return
     weights = check_weights(weights)
-    if not reward_heads or cfg.model.get('rnn') or cfg.get('reward_signals'):
-        what = f"policy {cfg.type!r}" if not reward_heads else \
-            'a recurrent model (model.rnn)' if cfg.model.get('rnn') else 'policy.reward_signals'
-        raise ConfigError(f"policy.reward_weights: {what} does not learn a multi-dimensional reward; use policy "
-                          f"'sac' or 'discrete_sac' without model.rnn and reward_signals, or leave it None")
     if isinstance(gamma, (list, tuple)):
         check_weights(list(gamma), len(weights), 'policy.learn.discount_factor')
         if not all(0 <= g <= 1 for g in gamma):
@@ -132,13 +147,14 @@ def check_reward_weights(cfg: EasyDict, reward_heads: bool) -> None:
 
 
 def cloning_and_signals(cfg: EasyDict, discrete: bool, action_size: int, device: torch.device
-                        ) -> tuple[BehaviouralCloning | None, RewardHeads | None]:
-    """``policy.behavioral_cloning``'s demonstrations and the critics' reward heads: ``policy.reward_signals``'
-    models or ``policy.reward_weights``' dimensions, where set."""
+                        ) -> tuple[BehaviouralCloning | None, SingleReward]:
+    """``policy.behavioral_cloning``'s demonstrations and the critics' reward strategy: ``policy.reward_signals``'
+    models or ``policy.reward_weights``' dimensions as heads where set, else the env's one reward."""
     obs = cfg.model.get('obs_shape')
     size = obs if isinstance(obs, int) else math.prod(obs) if isinstance(obs, (list, tuple)) else None
     bc = BehaviouralCloning(cfg.behavioral_cloning, size, discrete, cfg.learn.batch_size, device) \
         if cfg.get('behavioral_cloning') else None
     if cfg.get('reward_weights'):
         return bc, RewardVector(cfg.reward_weights, cfg.learn.discount_factor, device)
-    return bc, RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else None
+    return bc, RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else \
+        SingleReward()

@@ -20,7 +20,7 @@ class SACv1Policy(SACPolicy):
     without targets, a fixed temperature. Q's target is ``r + gamma (1 - done) V_psi_bar(s')``; V's is
     ``min_i Q_i(s, a~) - alpha log pi(a~|s)`` for a fresh ``a~``. V learns with the critics' optimizer and rate.
     """
-    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
+    capabilities = frozenset({'cloning'})  # its update is not written for sequences or reward heads
 
     value_network: ClassVar[bool] = True
     config = dict(

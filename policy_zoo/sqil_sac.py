@@ -13,7 +13,7 @@ from .sac import SACPolicy
 @POLICY_REGISTRY.register('sqil_sac')
 class SQILSACPolicy(SACPolicy):
     """SAC on batches whose first half is agent data and second half demonstrations (built by the pipeline)."""
-    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
+    capabilities = frozenset({'cloning'})  # its update is not written for sequences or reward heads
 
     config = dict(
         type='sqil_sac',                     # the registered policy name

@@ -20,7 +20,7 @@ class TQCPolicy(SACPolicy):
     SB3-contrib: the quantile Huber loss is the mean over critics, quantiles and target atoms (TorchRL sums over
     critics), and the actor maximises the mean of all atoms, untruncated.
     """
-    recurrent = signal_heads = False  # model.rnn and reward_signals are refused: this update is not written for them
+    capabilities = frozenset({'cloning'})  # its update is not written for sequences or reward heads
 
     config = dict(
         type='tqc',                          # the registered policy name

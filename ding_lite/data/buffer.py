@@ -150,6 +150,15 @@ class ReplayBuffer:
     def count(self) -> int:
         return self._count
 
+    def fields(self) -> dict[tuple[str, ...], Tensor]:
+        """Every stored transition's fields (paths as ``state_dict``'s), oldest first."""
+        order = (self._ptr - self._count + torch.arange(self._count, device=self.device)) % self.size
+        return {path: storage.index_select(0, order) for path, storage in self._storage.items()}
+
+    def transform(self, path: tuple[str, ...], fn: Any) -> None:
+        """Replace the field ``path`` of every stored transition by ``fn`` of it (loaded data's reward clip)."""
+        self._storage[path][:self._count] = fn(self._storage[path][:self._count])
+
     def __len__(self) -> int:
         return self._count
 

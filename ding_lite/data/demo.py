@@ -74,11 +74,12 @@ def _check_against_run(path: str, header: dict, obs_shape: Any, action_shape: An
 
 
 def demo_buffer(path: str, buffer_cls: type, policy_cfg: Any, env_id: str | None, discrete: bool,
-                device: str = 'cpu') -> Any:
-    """A replay buffer on ``device`` filled with the checked demonstrations of ``path`` (sized to hold them all)."""
+                device: str = 'cpu', buffer_cfg: dict | None = None) -> Any:
+    """A replay buffer on ``device`` filled with the checked demonstrations of ``path`` (sized to hold them all;
+    ``buffer_cfg``: the rest of its config)."""
     model = policy_cfg.get('model', {})
     batch, header = load_demo(path, model.get('obs_shape') or model.get('agent_obs_shape'),
                               model.get('action_shape'), env_id, discrete)
-    buffer = buffer_cls({'replay_buffer_size': header['count'], 'device': device})
+    buffer = buffer_cls({**(buffer_cfg or {}), 'replay_buffer_size': header['count'], 'device': device})
     buffer.push(batch)
     return buffer

@@ -75,7 +75,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return {'priority': self._priority[slots].cpu(), 'max_priority': self._max_priority.cpu(), 'beta': self.beta}
 
     def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
-        if 'priority' not in extra:
+        if 'priority' not in extra:  # a plain buffer's transitions: each at the largest priority, as new ones are
+            self.update({'replay_buffer_idx': slots, 'priority': self._max_priority.expand(slots.shape)})
             return
         self.update({'replay_buffer_idx': slots, 'priority': extra['priority']})
         self._max_priority = extra['max_priority'].to(self.device, torch.float64)

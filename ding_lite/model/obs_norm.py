@@ -2,6 +2,7 @@
 ``norm_reward``)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -56,3 +57,15 @@ class RunningRewardNorm(RunningObsNorm):
 
     def forward(self, reward: Tensor) -> Tensor:
         return (reward.to(self.scale.dtype) * self.scale[0]).clamp(-self.clip, self.clip)
+
+    def fit(self, reward: Tensor, done: Tensor, gamma: float, episode_start: Tensor | None = None) -> None:
+        """Fold in the running returns of transitions stored in order (offline data): ``R = gamma R + r``, from 0
+        after a terminal step and at an episode's start, where the data marks it."""
+        reward, done = reward.double().cpu().numpy().reshape(-1), done.bool().cpu().numpy().reshape(-1)
+        start = episode_start.bool().cpu().numpy().reshape(-1) if episode_start is not None else None
+        returns, running = np.empty_like(reward), 0.0
+        for t in range(len(reward)):
+            running = (0.0 if start is not None and start[t] else running) * gamma + reward[t]
+            returns[t] = running
+            running = 0.0 if done[t] else running
+        self.update(torch.from_numpy(returns))

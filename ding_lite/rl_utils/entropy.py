@@ -9,67 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .optim import FusedAdam, load_optimizer, make_adam  # noqa: F401  (FusedAdam: its old home)
+
 _LOG2 = math.log(2.0)
-
-
-def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-              weight_decay: float = 0.0) -> torch.optim.Adam:
-    """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor);
-    ``weight_decay``: L2, added to the gradient (Adam's own, not AdamW's)."""
-    params, betas = list(params), tuple(betas)
-    try:
-        return FusedAdam(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, TypeError):  # older torch: no fused kernel for this device
-        return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay)
-
-
-def load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
-    """``optimizer.load_state_dict`` on a copy of ``state``: torch keeps a loaded tensor that is already on the
-    parameter's device and dtype, so two optimizers loading one state would share (and both step) its moments."""
-    optimizer.load_state_dict(copy.deepcopy(state))
-
-
-class FusedAdam(torch.optim.Adam):
-    """``Adam(fused=True)`` whose ``step`` and ``zero_grad`` skip the optimizer's per-call bookkeeping once its
-    state exists: the same fused kernel on the same state tensors (saves ~0.1 ms a step on a CPU, where SAC's
-    small updates take ~2 ms). Anything unusual (a closure, a missing grad, AMSGrad) takes ``Adam.step``."""
-
-    def step(self, closure: Any = None) -> Any:
-        groups = self._fast_groups() if closure is None else None
-        if groups is None:
-            return super().step(closure)
-        for params, exp_avgs, exp_avg_sqs, steps, group in groups:
-            grads = [p.grad for p in params]
-            if any(g is None for g in grads):
-                return super().step()
-            torch._foreach_add_(steps, 1)
-            beta1, beta2 = group['betas']
-            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group['lr'],
-                               beta1=beta1, beta2=beta2, weight_decay=group['weight_decay'], eps=group['eps'],
-                               maximize=group['maximize'], grad_scale=None, found_inf=None)
-        return None
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        if not set_to_none:
-            return super().zero_grad(set_to_none)
-        for group in self.param_groups:
-            for param in group['params']:
-                param.grad = None
-
-    def _fast_groups(self) -> list | None:
-        """Per param group ``(params, exp_avgs, exp_avg_sqs, steps, group)`` from the live state; None until the
-        first ``Adam.step`` made it, or where the fast path does not apply."""
-        groups = []
-        for group in self.param_groups:
-            params = group['params']
-            if group['amsgrad'] or group['differentiable'] or not group['fused'] or \
-                    group.get('decoupled_weight_decay') or len({(p.device, p.dtype) for p in params}) > 1 or \
-                    any(p not in self.state or 'exp_avg' not in self.state[p] for p in params):
-                return None
-            states = [self.state[p] for p in params]
-            groups.append((params, [s['exp_avg'] for s in states], [s['exp_avg_sq'] for s in states],
-                           [s['step'] for s in states], group))
-        return groups
 
 
 def tanh_gaussian_sample(mu: Tensor, sigma: Tensor, noise: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -22,7 +22,61 @@ def check_weights(weights: Any, size: int | None = None, what: str = 'policy.rew
     return [float(w) for w in weights]
 
 
-class RewardHeads:
+class SingleReward:
+    """The critics' one reward, the env's (the default strategy): each method is what the update does without
+    reward heads, so the update calls the strategy it has and never asks which one."""
+
+    names: list[str] = []
+
+    def critic_output(self, q: Tensor) -> Tensor:
+        """The critics' output ``[E, B(, ...)]`` as the update reads it."""
+        return q
+
+    def reduce(self, q: Tensor) -> Tensor:
+        """The critics' ``[E, ...]`` reduced over the replicas: clipped double Q, their min."""
+        return q.min(0).values
+
+    def combine(self, values: Tensor) -> Tensor:
+        """The one value to maximise."""
+        return values
+
+    def soft_value(self, q: Tensor, bonus: Tensor) -> Tensor:
+        """The soft value ``reduce(q) - bonus`` (``bonus``: alpha log pi, broadcast over a value's atoms)."""
+        v = self.reduce(q)
+        return v - bonus.view(*bonus.shape, *[1] * (v.dim() - bonus.dim()))
+
+    def expectation(self, pi: Tensor, values: Tensor) -> Tensor:
+        """``sum_a pi(a) values(a)`` over the actions' axis (discrete SAC)."""
+        return (pi * values).sum(-1)
+
+    def loss_mean(self, squared: Tensor, target: Tensor) -> Tensor:
+        return squared
+
+    def summary(self, td: Tensor, q: Tensor, target_q: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(td, q, target_q)`` as the learn statistics report them."""
+        return td, q, target_q
+
+    def head_stats(self, reward: Tensor, q: Tensor) -> dict[str, Tensor]:
+        """Each head's reward and value to log."""
+        return {}
+
+    def rewards(self, batch: Any) -> Tensor:
+        return batch.reward
+
+    def train_step(self, batch: Any) -> dict[str, Tensor]:
+        return {}
+
+    def stat_names(self) -> list[str]:
+        return []
+
+    def learn_state(self) -> dict[str, Any]:
+        return {}
+
+    def load_learn_state(self, state: dict[str, Any]) -> None:
+        pass
+
+
+class RewardHeads(SingleReward):
     """What the critics' heads share: ``names``, ``gamma``, ``use_done`` and ``weights`` ``[K]`` on the learner's
     device. ``weights`` changes in place only, so a captured CUDA graph reads the new values."""
 
@@ -34,6 +88,10 @@ class RewardHeads:
         self.names = list(names)
         self.gamma, self.use_done, self.weights = as_tensor(gamma), as_tensor(use_done), as_tensor(weights)
         self.mirror: np.ndarray | None = None  # a host copy kept equal to weights (what returns are weighed by)
+
+    def critic_output(self, q: Tensor) -> Tensor:
+        """``[E, B, ..., K]``: a model with one head keeps its axis."""
+        return q.unsqueeze(-1) if len(self.names) == 1 else q
 
     def reduce(self, q: Tensor) -> Tensor:
         """The critics' ``[E, ..., K]`` reduced over the replicas: each head's min, its max where the weight is
@@ -53,12 +111,21 @@ class RewardHeads:
         ``combine`` adds it once (ML-Agents' signals, at weights 1/K each, carry it whole)."""
         return self.weights / self.weights.square().sum()
 
-    def rewards(self, batch: Any) -> Tensor:
-        """``[B, K]``: each head's reward for the batch."""
-        return batch.reward
+    def soft_value(self, q: Tensor, bonus: Tensor) -> Tensor:
+        """Each head's soft value ``[..., K]``, with its share of the entropy bonus."""
+        return self.reduce(q) - bonus.unsqueeze(-1) * self.entropy_share()
 
-    def train_step(self, batch: Any) -> dict[str, Tensor]:
-        return {}
+    def expectation(self, pi: Tensor, values: Tensor) -> Tensor:
+        return (pi.unsqueeze(-1) * values).sum(-2)
+
+    def summary(self, td: Tensor, q: Tensor, target_q: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The heads' mean |TD| and their weighted values."""
+        return td.abs().mean(-1), self.combine(q), self.combine(target_q)
+
+    def head_stats(self, reward: Tensor, q: Tensor) -> dict[str, Tensor]:
+        """``<prefix>/<name>/reward|value`` per head (``q [E, B, K]``)."""
+        return {f'{self.stat_prefix}/{name}/{key}': value[..., k].mean() for k, name in enumerate(self.names)
+                for key, value in (('reward', reward), ('value', q))}
 
     def stat_names(self) -> list[str]:
         return [f'{self.stat_prefix}/{name}/{key}' for name in self.names for key in ('reward', 'value')]
@@ -99,4 +166,4 @@ class RewardVector(RewardHeads):
         return (squared * share).sum(-1) / share.sum()
 
 
-__all__ = ['RewardHeads', 'RewardVector', 'check_weights']
+__all__ = ['SingleReward', 'RewardHeads', 'RewardVector', 'check_weights']

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import torch
 from torch import Tensor, nn
 
 v_1step_td_data = namedtuple('v_1step_td_data', ['v', 'next_v', 'reward', 'done', 'weight'])
@@ -36,4 +37,22 @@ def q_v_1step_td_error(data: q_v_1step_td_data, gamma: float, criterion: nn.Modu
     return _weighted(per_sample, weight), per_sample
 
 
-__all__ = ['v_1step_td_data', 'v_1step_td_error', 'q_v_1step_td_data', 'q_v_1step_td_error']
+class TDTarget(nn.Module):
+    """The one-step soft TD target ``r + gamma (1 - done) v`` (TorchRL's TD(0) value estimator), owning gamma: a
+    scalar, or one per reward head ``[K]`` with ``use_done [K]`` (0 where a head bootstraps through episode ends).
+    gamma is a buffer, so a run of stacked rows (``SeedAxis``) stacks each row's own as it stacks the weights."""
+
+    def __init__(self, gamma: float | Tensor, use_done: Tensor | None = None,
+                 device: torch.device | str | None = None) -> None:
+        super().__init__()
+        self.register_buffer('gamma', torch.as_tensor(gamma, dtype=torch.get_default_dtype(), device=device))
+        self.register_buffer('use_done', torch.ones((), device=device) if use_done is None else use_done)
+
+    def forward(self, reward: Tensor, done: Tensor, v: Tensor) -> Tensor:
+        """``reward``, ``done`` ``[B]`` (or ``reward [B, K]`` per head); ``v`` ``[B]`` or ``[B, K]`` (heads or atoms)."""
+        extra = v.dim() - done.dim()  # the heads' or atoms' axis, which reward and done broadcast over
+        reward, done = reward.view(*reward.shape, *[1] * (v.dim() - reward.dim())), done.view(*done.shape, *[1] * extra)
+        return reward + self.gamma * (1 - done * self.use_done) * v
+
+
+__all__ = ['v_1step_td_data', 'v_1step_td_error', 'q_v_1step_td_data', 'q_v_1step_td_error', 'TDTarget']

@@ -86,6 +86,7 @@ class BaseLearner:
         self.priority_buffer: Any = None  # a prioritized buffer whose priorities each step updates
         self.save_replay_buffer = True
         self.last_resume_point: str | None = None
+        self.resumed_from: str | None = None  # the resume point this run continues (a before-run load is skipped)
         self._parts: dict[str, Any] = {}
         self._buffers: dict[str, Any] = {}
 
@@ -268,7 +269,7 @@ class BaseLearner:
                 part.load_state_dict(state['run'][key])
         self._load_buffers(path, state)
         self.skipped_steps = state.get('skipped_steps', 0)
-        self.last_resume_point = path
+        self.last_resume_point = self.resumed_from = path
         set_rng_state(state['rng'])
         message = f"resumed the run from {path}: iteration {self.train_iter}, env step {self.last_envstep}"
         self.logger.info(message)

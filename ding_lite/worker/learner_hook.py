@@ -5,6 +5,8 @@ import os
 import time
 from typing import Any, Callable
 
+from .logger import build_logger
+
 
 class LearnerHook:
     """Called as ``hook(learner)`` at ``position``; among hooks at one position, lower ``priority`` runs first.
@@ -96,6 +98,15 @@ def checkpoint_loads(value: str | list[str]) -> list[tuple[list[str] | None, str
 
 
 def _load_before_run(engine: Any, loads: list[tuple[list[str] | None, str]]) -> None:
+    """The loads, at a run's start; a resumed run continues its own state (the loads applied when it began)."""
+    if getattr(engine, 'resumed_from', None) is not None:
+        named = ', '.join(path if modules is None else f"{'+'.join(modules)}@{path}" for modules, path in loads)
+        message = (f"load_ckpt_before_run ({named}) applied when the run began; resumed from "
+                   f"{engine.resumed_from}, the run continues its own weights")
+        engine.info(message)
+        if getattr(engine, 'exp_name', None) is not None:
+            build_logger(engine.exp_name, 'summary', console=True).info(message)
+        return
     for modules, path in loads:
         engine.load_checkpoint(path) if modules is None else engine.load_modules(path, modules)
 

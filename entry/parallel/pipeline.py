@@ -18,7 +18,6 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from ding_lite.config import ConfigError
 from ding_lite.data.collate import unflatten_batch
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator
@@ -52,10 +51,7 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     serial run.
     """
     ray = import_ray()
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
-    if cfg.policy.other.replay_buffer.type == 'her':
-        raise ConfigError("policy.other.replay_buffer.her is not supported by the parallel pipeline yet (its actors "
-                          "send no episode boundaries): run it with -m serial")
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='parallel')
     with starting(cfg, resume_path):
         run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
@@ -88,15 +84,6 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
                    save_cfg: bool = True) -> SimpleNamespace:
     """The driver's side of a parallel run: the policy, learner, replay buffer (on the learner's device), the
     evaluator's bookkeeping; the env setting and spaces are checked on one env here."""
-    if cfg.policy.learn.get('reward_signal_steps_per_update'):
-        raise ConfigError("policy.learn.reward_signal_steps_per_update: the parallel pipeline trains the reward "
-                          "models on each learn step's batch; leave it None (the serial pipeline takes it)")
-    if cfg.policy.get('reward_weights'):
-        raise ConfigError("policy.reward_weights: the parallel pipeline's collectors take scalar rewards; use the "
-                          "serial pipeline for a multi-dimensional reward")
-    if (cfg.env.get('norm_reward') or {}).get('use_norm'):
-        raise ConfigError("env.norm_reward.use_norm=True: the parallel pipeline does not normalise rewards yet (its "
-                          "collectors' running returns stay in their actors); use the serial pipeline or set it False")
     env_setting = tuple(env_setting or get_vec_env_setting(cfg.env))
     env_fn, collector_cfgs, _ = env_setting
     probe = BaseEnvManager([partial(adapted_env, env_fn, cfg=collector_cfgs[0])])

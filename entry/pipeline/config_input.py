@@ -12,6 +12,7 @@ from ding_lite.config import ConfigError, compile_config, read_config
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
+from .capabilities import PIPELINES
 
 
 def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
@@ -26,21 +27,23 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any
 
 
 def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str,
-                overrides: dict[str, Any] | None = None) -> tuple[EasyDict, str | None]:
+                overrides: dict[str, Any] | None = None, pipeline: str = 'serial') -> tuple[EasyDict, str | None]:
     """The compiled config of a training run and, when resuming, the checkpoint to continue.
 
     A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
     continues (``exp_name``'s, or the one holding the checkpoint ``resume`` names) and takes the seed its checkpoint
     records (a different ``seed`` is an error). ``overrides`` (``--set``) are applied, recorded in
-    ``total_config.py`` and logged in ``log/summary.txt``.
+    ``total_config.py`` and logged in ``log/summary.txt``. ``pipeline`` (a name of ``PIPELINES``) is the one that
+    runs it: a feature it does not declare is refused before anything is written.
     """
+    kwargs = dict(overrides=overrides, pipeline=PIPELINES[pipeline])
     if not resume:
-        cfg = compile_input(input_cfg, seed, overrides=overrides)
+        cfg = compile_input(input_cfg, seed, **kwargs)
         if overrides:
             build_logger(cfg.exp_name, 'summary', console=True).info(
                 'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))
         return cfg, None
-    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
+    cfg = compile_input(input_cfg, seed, save_cfg=False, **kwargs)
     where = str(resume) if resume is not True else cfg.exp_name if seed is not None else _the_run(cfg.exp_name)
     path = find_resume_point(where)
     run_seed = load_checkpoint(path).get('run', {}).get('loop', {}).get('seed', cfg.seed)
@@ -48,7 +51,7 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
         raise ConfigError(f"--seed {seed} differs from the seed {run_seed} of the run being resumed ({path}); "
                           f"leave it out or give {run_seed}")
     if run_seed != cfg.seed:
-        cfg = compile_input(input_cfg, run_seed, save_cfg=False, overrides=overrides)
+        cfg = compile_input(input_cfg, run_seed, save_cfg=False, **kwargs)
     ckpt_dir = os.path.dirname(os.path.abspath(path))
     if resume is True:  # the run folder picked (the config's own, or the one seed-less --resume found)
         cfg.exp_name = where

@@ -8,7 +8,7 @@ from typing import Any
 from easydict import EasyDict
 from torch import nn
 
-from ding_lite.config import ConfigError
+from ding_lite.config import ConfigError, reward_clip_bounds
 from ding_lite.data import ReplayBuffer
 from ding_lite.data.buffer import BUFFER_KIND
 from ding_lite.data.demo import DEMO_KIND
@@ -26,20 +26,22 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
     ``overrides`` as ``serial_pipeline``'s): zero env steps; the evaluator runs at ``eval_freq`` iterations and
     once at the end, and checkpoints, resume points and ``evaluator.csv`` are written as in a serial run (its
     ``envstep`` column stays 0; tensorboard files evaluations by iteration). Returns the trained policy."""
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='offline')
     path = cfg.policy.learn.get('data_path')
     if not path or not os.path.isfile(str(path)):
         raise ConfigError(f"policy.learn.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
                           f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
-    if cfg.policy.other.replay_buffer.type == 'her':
-        raise ConfigError("policy.other.replay_buffer.her relabels the episodes the run collects; offline training "
-                          "collects none: set her=None")
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
             data = offline_data(cfg, run.buffer, run.collector_env.env_ref, str(path))
-            run.learner.save_replay_buffer = False  # the data stays in its file: a resume reads it again
+            fit_to_data(cfg, run.policy, data)
+            if hasattr(data, 'update'):  # prioritized: its priorities are the run's state, kept in resume points
+                run.learner.attach('offline_data', data, buffer=True)
+                run.learner.priority_buffer = data
+            else:  # the data stays in its file: a resume reads it again
+                run.learner.save_replay_buffer = False
             if resume_path:
                 run.learner.resume(resume_path)
         train_offline(cfg, run, data, max_train_iter)
@@ -47,11 +49,12 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
 
 
 def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:
-    """The transitions of ``path`` in a buffer on ``buffer``'s device: a demonstration file (checked against the
-    run's env and model), a replay buffer's state, or a resume point's buffer file (its ``replay_buffer``)."""
+    """The transitions of ``path`` in a buffer like ``buffer`` (its type, settings and device: prioritized where the
+    run's is): a demonstration file (checked against the run's env and model), a replay buffer's state, or a resume
+    point's buffer file (its ``replay_buffer``)."""
     state = load_file(path, 'offline data file')
     if isinstance(state, dict) and state.get('kind') == DEMO_KIND:
-        return load_demo_buffer(cfg, buffer, env, path)
+        return load_demo_buffer(cfg, buffer, env, path, like=True)
     if isinstance(state, dict) and 'replay_buffer' in state:
         state = state['replay_buffer']
     if not (isinstance(state, dict) and state.get('kind') == BUFFER_KIND and state.get('count')):
@@ -61,9 +64,27 @@ def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> Re
     if isinstance(want, int) and obs is not None and tuple(obs.shape[1:]) != (want,):
         raise ValueError(f"{path} holds observations of shape {tuple(obs.shape[1:])}, but the model's obs_shape is "
                          f"{want}")
-    data = ReplayBuffer({'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
+    settings = {k: v for k, v in cfg.policy.other.replay_buffer.items() if k not in ('type', 'her')}
+    data = type(buffer)({**settings, 'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
     data.load_state_dict(state, path)
     return data
+
+
+def fit_to_data(cfg: EasyDict, policy: Policy, data: ReplayBuffer) -> None:
+    """Offline data as a collected store would make it (d3rlpy's practice: normalisers fitted on the dataset once,
+    before learning, and saved with the model): the observation normaliser fitted on its observations, the reward
+    normaliser on its running returns, then its rewards clipped (``env.reward_clip``)."""
+    fields = data.fields()
+    norm = getattr(policy.model, 'obs_norm', None)
+    if norm is not None:
+        norm.update(fields[('obs',)])
+    norm = getattr(policy.model, 'reward_norm', None)
+    if norm is not None:
+        norm.fit(fields[('reward',)], fields[('done',)], cfg.policy.learn.discount_factor,
+                 fields.get(('episode_start',)))
+    bounds = reward_clip_bounds(cfg.env.get('reward_clip'))
+    if bounds is not None:
+        data.transform(('reward',), lambda reward: reward.clamp(*bounds))
 
 
 def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: int) -> None:

@@ -59,9 +59,6 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
         if not hasattr(model, 'obs_norm'):
             model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
     norm = cfg.env.get('norm_reward') or {}
-    if norm.get('use_norm') and cfg.policy.get('reward_weights'):
-        raise ConfigError("env.norm_reward.use_norm=True scales a reward by one running std; a multi-dimensional "
-                          "reward (policy.reward_weights) is not normalised yet: set it False")
     if norm.get('use_norm'):
         model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
         if not hasattr(model, 'reward_norm'):

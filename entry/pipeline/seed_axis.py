@@ -22,10 +22,14 @@ try:  # vmap's own levels (torch.func.vmap is these plus pytree handling and che
 except ImportError:  # another torch: torch.func.vmap
     _add_batch_dim = None
 
+from easydict import EasyDict
+
+from ding_lite.capabilities import FEATURES, enabled
 from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
+from ding_lite.rl_utils import optimizer_step
 from policy_zoo import Policy, SACPolicy, SQILSACPolicy
-from policy_zoo.sac import _step
+from .capabilities import SEEDS
 
 
 def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
@@ -37,19 +41,16 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
            if getattr(policy_cls, name) not in (getattr(SACPolicy, name), getattr(SQILSACPolicy, name))]
     if own:
         return f"{policy_cls.__name__} defines its own {', '.join(own)}"
-    learn = cfg.learn
-    for key in ('compile', 'cuda_graph', 'monitor_cos'):
-        if learn.get(key):
+    for feature in enabled(EasyDict(policy=cfg, env=EasyDict())):  # the seeds pipeline's declarations
+        if feature in SEEDS.one_after_another:
+            return f"{FEATURES[feature].key}: {SEEDS.one_after_another[feature]}"
+    for key in ('compile', 'monitor_cos'):
+        if cfg.learn.get(key):
             return f"policy.learn.{key}=True"
     if cfg.learn.learner.get('on_nonfinite') == 'skip':
         return "policy.learn.learner.on_nonfinite='skip'"
     if isinstance(cfg.model.get('obs_shape'), dict):
         return "the observations are a Dict (images beside vectors)"
-    if cfg.model.get('rnn'):
-        return "the model is recurrent (model.rnn): its sequences and states are not stacked across seeds yet"
-    for key in ('reward_signals', 'behavioral_cloning', 'reward_weights'):
-        if cfg.get(key):
-            return f"policy.{key}: its models, demonstrations or reward heads are not stacked across seeds yet"
     return None
 
 
@@ -143,9 +144,9 @@ class SeedAxis:
         reason = rows_apart([policy._cfg for policy in self.policies])
         if reason is not None:
             raise ValueError(f"these rows cannot share one update: {reason}")
-        self._gammas = self._row_settings()
+        self._row_settings()
         self.lead._seedwise = self._seedwise
-        self.lead._optimizer_step = functools.partial(_step, seed_axis=True)
+        self.lead._optimizer_step = functools.partial(optimizer_step, seed_axis=True)
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
         vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
@@ -158,17 +159,15 @@ class SeedAxis:
             batch = Fields(self._seedwise(lambda b: dict(self.lead._preprocess_learn(b).items()), batches))
         else:
             batch = _stack([policy._preprocess_learn(b) for policy, b in zip(self.policies, batches)])
-        if self._gammas is not None:
-            batch['gamma'] = self._gammas
         output = self.lead._update(batch)
         for policy in self.policies:  # the update's counter, which the seeds' checkpoints hold
             policy._learn_steps = self.lead._learn_steps
         return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
 
-    def _row_settings(self) -> Tensor | None:
+    def _row_settings(self) -> None:
         """Each row's own ``ROW_SETTINGS`` where the rows set them apart: learning rates per row, the target
-        critics' Polyak rates and the temperature's target entropies as ``[S]`` tensors; the gammas, returned, go
-        with every batch (``batch.gamma``). Each row's initial alpha is in its stacked temperature already."""
+        critics' Polyak rates and the temperature's target entropies as ``[S]`` tensors. Each row's initial alpha
+        is in its stacked temperature already, and its gamma in its stacked TD target."""
         lead, learns = self.lead, [policy._cfg.learn for policy in self.policies]
 
         def apart(values: list[float]) -> Tensor | None:
@@ -186,7 +185,6 @@ class SeedAxis:
         targets = apart([float(policy._alpha.target_entropy or 0.0) for policy in self.policies])
         if targets is not None and lead._alpha.learned:
             lead._alpha.target_entropy = targets[:, None]
-        return apart([float(learn.discount_factor) for learn in learns])
 
     def can_act(self, mode: str) -> bool:
         """Whether ``act`` gives the seeds' ``mode`` forward: the policy batch-forwards as ``Policy`` does."""

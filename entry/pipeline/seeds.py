@@ -27,10 +27,10 @@ from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
 from .config_input import compile_input, compile_run
-from .cpu_threads import CpuThreads, learner_threads, overlap_collection
+from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
-from .steps import begin_run, build_serial, collect_round, show_eval, store_round, warm_up
+from .steps import begin_run, build_serial, collect_round, show_eval, store_round, train_reward_models, warm_up
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -67,15 +67,17 @@ Setup = Callable[..., tuple]  # (cfg, run, resume_path) -> (sample, after_collec
 
 
 def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, seeds: Any, setup: Setup,
-                **kwargs: Any) -> list[Policy]:
+                name: str = 'seeds', **kwargs: Any) -> list[Policy]:
     """``pipeline`` (``serial_pipeline`` or ``serial_pipeline_sqil``, with its keyword arguments) over ``seeds``: one
     policy per seed, in seed order. Seeds of a policy ``SeedAxis`` can stack train as one run, each prepared by
-    ``setup(cfg, run, resume_path) -> (sample, after_collect)``; others run one after another."""
+    ``setup(cfg, run, resume_path) -> (sample, after_collect)``; others run one after another. ``name``: the
+    pipeline whose declarations the stacked run is checked against (``PIPELINES``)."""
     seeds = check_seeds(seeds)
     reason = 'one seed' if len(seeds) == 1 else _why_sequential(input_cfg, seeds, kwargs.get('overrides'))
     if reason is None:
         names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
-        return serial_pipeline_seeds(input_cfg, seeds, setup, **{k: v for k, v in kwargs.items() if k in names})
+        return serial_pipeline_seeds(input_cfg, seeds, setup, name=name,
+                                     **{k: v for k, v in kwargs.items() if k in names})
     why = f"seeds {seeds} run one after another, not as one batched run: {reason}"
     if len(seeds) > 1:  # the console now; each seed's summary log once its folder exists (made by its own run)
         print(why, flush=True)
@@ -87,8 +89,6 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
 
 def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:
     cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
-    if overlap_collection(cfg) and cfg.policy.collect.overlap is True:  # 'auto' leaves the seeds batched
-        return "policy.collect.overlap=True collects each seed's rounds in a process of its own"
     return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
 
 
@@ -96,27 +96,28 @@ def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup
                           env_setting: list | None = None,
                           model: nn.Module | None = None, max_train_iter: int = int(1e10),
                           max_env_step: int = int(1e10), resume: bool | str = False,
-                          overrides: dict[str, Any] | None = None) -> list[Policy]:
+                          overrides: dict[str, Any] | None = None, name: str = 'seeds') -> list[Policy]:
     """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
     would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
     rows = [(seed_input(input_cfg, seed), seed) for seed in seeds]
-    return train_rows(rows, setup, env_setting, model, max_train_iter, max_env_step, resume, overrides)
+    return train_rows(rows, setup, env_setting, model, max_train_iter, max_env_step, resume, overrides, name=name)
 
 
 def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | None = None,
                model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
                resume: bool | str = False, overrides: dict[str, Any] | None = None,
-               prepare: Callable[[SimpleNamespace], None] | None = None) -> list[Policy]:
+               prepare: Callable[[SimpleNamespace], None] | None = None, name: str = 'seeds') -> list[Policy]:
     """Train ``rows``, each a ``(main_config, create_config)`` pair and its seed (one config's seeds, or a search's
     trials, whose configs differ in ``ROW_SETTINGS`` at most), as one run of ``SeedAxis`` updates, each row in its
-    own ``exp_name`` folder as a single run would; ``prepare(run)`` is called on each row's run once it is built.
+    own ``exp_name`` folder as a single run would; ``prepare(run)`` is called on each row's run once it is built;
+    ``name``: the pipeline (``PIPELINES``) whose declarations the rows are checked against.
     ``model`` is copied for each row; ``resume`` True continues every row's folder."""
     if resume not in (True, False):
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
     with contextlib.ExitStack() as stack:
         for row_cfg, seed in rows:
-            cfg, resume_path = compile_run(row_cfg, seed, resume, overrides)
+            cfg, resume_path = compile_run(row_cfg, seed, resume, overrides, pipeline=name)
             with starting(cfg, resume_path):
                 # one forward acts for every seed's envs: collection stays in this process
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,
@@ -273,6 +274,7 @@ def _learn_round(seeds: _Seeds, interrupted: threading.Event) -> None:
             for k, (run, output) in enumerate(zip(ready, outputs)):
                 run.output = output
                 batch = batches[k] if isinstance(batches, list) else {key: v[k] for key, v in batches.items()}
+                train_reward_models(run.cfg, run, run.sample)  # (a row with reward signals trains alone)
                 run.learner.train(batch, run.collector.envstep)
 
 

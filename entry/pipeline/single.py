@@ -16,7 +16,7 @@ from .config_input import compile_run
 from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
     starting, summarise
-from .steps import begin_run, build_serial, collect_round, learn_sampler, warm_up
+from .steps import begin_run, build_serial, collect_round, learn_sampler, train_reward_models, warm_up
 
 
 def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -93,17 +93,5 @@ def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
         if batch is None:
             loop.updates_left = 0
             break
-        _train_reward_models(cfg, run, sample)  # before: this step's checkpoint holds them trained
+        train_reward_models(cfg, run, sample)  # before: this step's checkpoint holds them trained
         run.learner.train(batch, run.collector.envstep)
-
-
-def _train_reward_models(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:
-    """ML-Agents' ``reward_signal_steps_per_update``: the reward models' steps this learn step owes, each on a
-    mini-batch of its own (the env steps of a learn step over that rate, carried over in the loop's credit)."""
-    rate = cfg.policy.learn.get('reward_signal_steps_per_update')
-    if not rate:
-        return
-    run.loop.reward_credit += cfg.policy.collect.n_sample / cfg.policy.learn.update_per_collect / rate
-    while run.loop.reward_credit >= 1:
-        run.loop.reward_credit -= 1
-        run.policy.learn_mode.train_reward_models(sample(cfg.policy.learn.batch_size))

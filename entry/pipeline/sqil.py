@@ -38,11 +38,11 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
     if isinstance(seed, (list, tuple, range)):
         def setup(cfg: EasyDict, run: SimpleNamespace, resume_path: str | None) -> tuple:
             return sqil_setup(cfg, run, resume_path, expert_cfg, expert_data_path, expert_model)
-        return train_seeds(serial_pipeline_sqil, input_cfg, seed, setup, expert_cfg=expert_cfg,
+        return train_seeds(serial_pipeline_sqil, input_cfg, seed, setup, name='sqil', expert_cfg=expert_cfg,
                            expert_data_path=expert_data_path, env_setting=env_setting, model=model,
                            expert_model=expert_model, max_train_iter=max_train_iter, max_env_step=max_env_step,
                            resume=resume, overrides=overrides)
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='sqil')
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

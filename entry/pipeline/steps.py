@@ -110,13 +110,20 @@ class RunLoop:
         self.reward_credit = state.get('reward_credit', 0.0)
 
 
-def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:
-    """The demonstrations of ``path`` on ``buffer``'s device, checked against this run's ``env`` and model."""
-    if cfg.policy.priority:
-        raise ConfigError("policy.priority=True cannot be combined with demonstration batches; set it to False")
+def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str,
+                     like: bool = False) -> ReplayBuffer:
+    """The demonstrations of ``path`` on ``buffer``'s device, checked against this run's ``env`` and model; in a
+    plain buffer, or ``like`` the run's own (its type and settings: prioritized where it is)."""
     discrete = get_policy_cls(cfg.policy).action_space_type == 'discrete'
-    return demo_buffer(path, ReplayBuffer, cfg.policy, getattr(env, 'env_id', None), discrete,
-                       device=str(buffer.device))
+    buffer_cls, buffer_cfg = (type(buffer), _settings(cfg)) if like else (ReplayBuffer, None)
+    return demo_buffer(path, buffer_cls, cfg.policy, getattr(env, 'env_id', None), discrete,
+                       device=str(buffer.device), buffer_cfg=buffer_cfg)
+
+
+def _settings(cfg: EasyDict) -> dict[str, Any]:
+    """The run's replay buffer settings, less what sizes and places it."""
+    return {k: v for k, v in cfg.policy.other.replay_buffer.items() if k not in ('replay_buffer_size', 'device',
+                                                                                  'type', 'her')}
 
 
 def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[int], Batch]:
@@ -184,3 +191,15 @@ def store_round(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any], afte
     if progress is not None:
         progress.update(run.collector.envstep - progress.n)
     run.loop.updates_left = cfg.policy.learn.update_per_collect
+
+
+def train_reward_models(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None]) -> None:
+    """ML-Agents' ``reward_signal_steps_per_update``: the reward models' steps this learn step owes, each on a
+    mini-batch of its own (the env steps of a learn step over that rate, carried over in the loop's credit)."""
+    rate = cfg.policy.learn.get('reward_signal_steps_per_update')
+    if not rate:
+        return
+    run.loop.reward_credit += cfg.policy.collect.n_sample / cfg.policy.learn.update_per_collect / rate
+    while run.loop.reward_credit >= 1:
+        run.loop.reward_credit -= 1
+        run.policy.learn_mode.train_reward_models(sample(cfg.policy.learn.batch_size))

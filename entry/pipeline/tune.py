@@ -29,6 +29,7 @@ from ding_lite.config import ConfigError, apply_overrides, read_config, save_con
 from ding_lite.utils.checkpoint import atomic_write_text
 from policy_zoo import get_policy_cls
 from . import life_cycle
+from .capabilities import PIPELINES
 from .config_input import compile_input
 from .seed_axis import ROW_SETTINGS, why_not_vectorised
 from .seeds import train_rows
@@ -117,7 +118,7 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     folder = re.sub(r'_seed\d+$', '', str(main.get('exp_name', 'default_experiment'))) + '_tune'
     first = {name: spec[1][0] if spec[0] == 'categorical' else spec[1] for name, spec in space.items()}
     compile_input(apply_overrides(main, create, sample(optuna.trial.FixedTrial(first), space)), seed,
-                  save_cfg=False)  # the space's keys and values checked as the config's are, before any trial
+                  save_cfg=False, pipeline=PIPELINES['tune'])  # the space's keys and values checked, before any trial
     reason = _why_one_at_a_time(main, create, seed, space)
     if reason is not None and stack > 1:
         print(f"trials run one after another, not stacked: {reason}", flush=True)
@@ -200,7 +201,7 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
         record = next(pending)
         run.evaluator.stop_rule = lambda train_iter, envstep, info: _report(record, envstep, info)
     try:
-        train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare)
+        train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare, name='tune')
     except KeyboardInterrupt:
         raise  # (the trials stay running: a resumed search asks their parameters again)
     except Exception as error:  # a trial's run failed (a NaN at a large learning rate): the search goes on

@@ -98,10 +98,6 @@ def test_reward_weights_are_checked_at_compile_time(tmp_path):
         main, create = _split(tmp_path, **policy)
         with pytest.raises(ConfigError, match=words):
             compile_config(main, create, save_cfg=False)
-    main, create = _split(tmp_path, reward_weights=[1.0, 1.0, 1.0])
-    create.policy.type = 'tqc'
-    with pytest.raises(ConfigError, match="policy 'tqc' does not learn a multi-dimensional reward"):
-        compile_config(main, create, save_cfg=False)
 
 
 @pytest.mark.slow
