@@ -33,9 +33,9 @@ test: $(STAMP)test
 	$(RUN) -m pytest tests
 
 # Ctrl-C stops the run with a resume point (it prints the command that continues it) and still draws the curve;
-# `make demo ARGS=--resume` continues an interrupted demo.
+# `make demo ARGS="--resume FOLDER"` continues an interrupted demo (the command it prints names its folder).
 demo: $(STAMP)demo
-	@trap 'true' INT; DING_LITE_RESUME_COMMAND='make demo ARGS=--resume' $(RUN) -m entry.cli -m serial -c $(DEMO_CONFIG) -s 0 $(ARGS); status=$$?; \
+	@trap 'true' INT; DING_LITE_RESUME_COMMAND='make demo ARGS="--resume {run}"' $(RUN) -m entry.cli -m serial -c $(DEMO_CONFIG) -s 0 $(ARGS); status=$$?; \
 	run=$$(ls -td $(DEMO_RUN)*/ 2>/dev/null | head -1); \
 	if [ -n "$$run" ] && [ -s "$${run}log/evaluator.csv" ]; then $(RUN) -m entry.cli plot $$run -o $${run}curve.png; fi; \
 	exit $$status

@@ -1,11 +1,14 @@
 """Decorator registries: user code plugs policies, models, envs and buffers in by name."""
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
+import warnings
 from typing import Any, Iterable
 
 PLUGIN_GROUP = 'ding_lite.plugins'
@@ -32,7 +35,7 @@ def import_names(names: Iterable[str] | None, paths: Iterable[str] = ()) -> None
     ``sys.path`` is looked for in the current folder, then in ``paths`` (the folders a run recorded)."""
     for name in names or ():
         try:
-            importlib.import_module(name)
+            _import(name)
         except ModuleNotFoundError as error:
             if not _is_missing(name, error):  # the module is there; something it imports is not
                 raise ImportError(f"cannot import {name!r} listed in import_names: {error}") from error
@@ -51,7 +54,7 @@ def _import_from(name: str, folders: list[str], error: ImportError) -> None:
     added = [f for f in folders if f not in sys.path]
     sys.path.extend(added)
     try:
-        importlib.import_module(name)
+        _import(name)
     except ModuleNotFoundError as again:
         for folder in added:
             sys.path.remove(folder)
@@ -62,6 +65,56 @@ def _import_from(name: str, folders: list[str], error: ImportError) -> None:
                           f"holds it, or put that folder on PYTHONPATH") from error
 
 
+def _import(name: str) -> None:
+    """``import name``, where a user's script trains at its top level (a pipeline called outside ``if __name__ ==
+    '__main__':``) without those statements, so that reloading a run never trains again; the script this process
+    runs is not imported a second time (its classes are registered already)."""
+    if name in sys.modules or _running_script(name):
+        return
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    tree = ast.parse(open(origin).read(), origin) if origin and origin.endswith('.py') else None
+    training = _training_statements(tree) if tree is not None else []
+    if not training:
+        importlib.import_module(name)
+        return
+    tree.body = [stmt for stmt in tree.body if stmt not in training]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        exec(compile(tree, origin, 'exec'), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    warnings.warn(f"import_names: {origin} trains at its top level (line {training[0].lineno}); it was imported "
+                  f"without that, so nothing trained again: put it under `if __name__ == '__main__':`", stacklevel=3)
+
+
+def _running_script(name: str) -> bool:
+    """``name`` is the script this process runs as ``__main__``."""
+    main = getattr(sys.modules.get('__main__'), '__file__', None)
+    return bool(main) and os.path.splitext(os.path.basename(main))[0] == name
+
+
+TRAINERS = ('serial_pipeline', 'serial_pipeline_sqil', 'serial_pipeline_offline', 'parallel_pipeline', 'tune',
+            'collect_demo_data')
+
+
+def _training_statements(tree: ast.Module) -> list[ast.stmt]:
+    """A module's top-level statements that would train on import: a call of a pipeline, or of a function of the
+    module that calls one, outside the ``__main__`` guard."""
+    def calls(node: ast.AST, names: set[str]) -> bool:
+        return any(isinstance(n, ast.Call) and (getattr(n.func, 'id', None) or getattr(n.func, 'attr', None)) in names
+                   for n in ast.walk(node))
+    functions = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    trainers = set(TRAINERS)
+    while new := {f.name for f in functions if f.name not in trainers and calls(f, trainers)}:
+        trainers |= new
+    guard = lambda stmt: isinstance(stmt, ast.If) and '__main__' in ast.unparse(stmt.test)  # noqa: E731
+    return [stmt for stmt in tree.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and not guard(stmt) and calls(stmt, trainers)]
+
+
 def defining_module(obj: Any) -> str | None:
     """The module that defines a registered ``obj`` outside the project's own packages, as a fresh process would
     import it (a script's ``__main__`` by its file's name); None for the project's own classes, a config file's
@@ -70,7 +123,7 @@ def defining_module(obj: Any) -> str | None:
     if module.split('.')[0] in BUILTIN_PACKAGES or module.startswith('_ding_lite_cfg_'):
         return None
     source = getattr(sys.modules.get(module), '__file__', None)
-    if not source:
+    if not source or not os.path.isfile(source):  # a notebook's, or a script read from stdin ('<stdin>')
         return None
     return os.path.splitext(os.path.basename(source))[0] if module == '__main__' else module
 

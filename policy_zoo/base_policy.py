@@ -325,5 +325,8 @@ def get_policy_cls(cfg: dict) -> type:
 
 def create_policy(cfg: dict, model: nn.Module | None = None,
                   enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
-    """Build ``cfg.type`` from the compiled policy config."""
-    return get_policy_cls(cfg)(cfg, model=model, enable_field=enable_field)
+    """Build ``cfg.type`` from the compiled policy config; a given ``model`` gets the policy's own initialisation
+    (``model.init``, SAC's ``learn.init_w``), as a built one has (DI-engine applies ``init_w`` to whatever model its
+    policy is given)."""
+    cls = get_policy_cls(cfg)
+    return cls(cfg, model=model if model is None else cls.init_model(model, cfg), enable_field=enable_field)

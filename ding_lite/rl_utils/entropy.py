@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
 
 import torch
 import torch.nn.functional as F

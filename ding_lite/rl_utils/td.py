@@ -51,7 +51,8 @@ class TDTarget(nn.Module):
     def forward(self, reward: Tensor, done: Tensor, v: Tensor) -> Tensor:
         """``reward``, ``done`` ``[B]`` (or ``reward [B, K]`` per head); ``v`` ``[B]`` or ``[B, K]`` (heads or atoms)."""
         extra = v.dim() - done.dim()  # the heads' or atoms' axis, which reward and done broadcast over
-        reward, done = reward.view(*reward.shape, *[1] * (v.dim() - reward.dim())), done.view(*done.shape, *[1] * extra)
+        reward = reward.view(*reward.shape, *[1] * (v.dim() - reward.dim()))
+        done = done.view(*done.shape, *[1] * extra)
         return reward + self.gamma * (1 - done * self.use_done) * v
 
 

@@ -77,7 +77,10 @@ class OverlappedCollector:
         self._request(n_sample, train_iter)
 
     def _request(self, n_sample: int | None, train_iter: int) -> None:
-        self._conn.send(('collect', n_sample, train_iter))
+        """Ask the child for a round, with the reward weights its returns weigh by (``set_reward_weights`` changes
+        them here)."""
+        weights = getattr(self._policy, 'reward_weights', None)
+        self._conn.send(('collect', n_sample, train_iter, None if weights is None else weights.copy()))
         self._in_flight = True
 
     def _take(self) -> Result:
@@ -205,6 +208,8 @@ def _child_main(conn: Any, collector: Any, policy: Any, seed: int, rng: torch.Te
             if message[0] == 'state':
                 conn.send(('ok', (collector.state_dict(), torch.get_rng_state())))
                 continue
+            if message[3] is not None:  # the learner's reward weights, as its own collector would weigh by
+                policy.reward_weights[:] = message[3]
             before = collector.envstep
             batch = collector.collect_batch(message[1], message[2])
             result = {'batch': {k: v.numpy() for k, v in batch.items()}, 'steps': collector.envstep - before,

@@ -62,8 +62,15 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
 
 def _the_run(exp_name: str) -> str:
     """The one run of a ``_seed<K>`` config that ``--resume`` without a seed continues: every seed's folder (and
-    its timestamped siblings) with a resume point is a candidate; several are an error listing them."""
-    runs = resumable_runs(exp_name)
+    its timestamped siblings) with a resume point and not finished is a candidate; several are an error listing
+    them, and finished runs alone are one saying so."""
+    candidates = resumable_runs(exp_name)
+    runs = [run for run in candidates if not run_state(run).startswith('finished')]
+    if candidates and not runs:
+        listed = '; '.join(f"{run} ({run_state(run)})" for run in candidates)
+        raise ConfigError(f"--resume without a seed: every run of this config has finished: {listed}. Run without "
+                          f"--resume for a new run, or continue one with --resume FOLDER and a larger "
+                          f"--max-env-step")
     if len(runs) > 1:
         listed = '; '.join(f"{run} ({run_state(run)})" for run in runs)
         raise ConfigError(f"--resume without a seed: {len(runs)} runs of this config can be resumed: {listed}. Give "
@@ -87,6 +94,8 @@ def run_state(run: str) -> str:
     """``'finished at env step N'`` or ``'interrupted at env step N'`` for a run folder with a resume point."""
     state = load_checkpoint(find_resume_point(run))
     envstep = state.get('last_envstep', 0)
+    if (state.get('run', {}).get('loop') or {}).get('ended'):  # how the run ended, in its last resume point
+        return f"finished at env step {envstep}"
     summary = os.path.join(run, 'log', 'summary.txt')
     lines = open(summary).read().splitlines() if os.path.isfile(summary) else []
     ends = [line for line in lines if re.search(r'\] (finished|interrupted) ', line)]

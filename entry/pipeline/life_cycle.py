@@ -28,13 +28,28 @@ COMMAND: list[str] | None = None  # the command line that started the run (set b
 
 
 def resume_hint(cfg: EasyDict) -> str:
-    """How to continue ``cfg``'s run: the CLI command it was started with, plus ``--resume``; or the Python call."""
-    if os.environ.get('DING_LITE_RESUME_COMMAND'):  # a wrapper's own (make demo's)
-        return f"continue it with: {os.environ['DING_LITE_RESUME_COMMAND']}"
+    """How to continue exactly ``cfg``'s run (its folder): the CLI command it was started with, resuming that
+    folder (a run of many seeds: ``--resume``, each seed its own); or the Python call."""
+    if os.environ.get('DING_LITE_RESUME_COMMAND'):  # a wrapper's own (make demo's): {run} is the folder
+        return f"continue it with: {os.environ['DING_LITE_RESUME_COMMAND'].replace('{run}', cfg.exp_name)}"
     if COMMAND is None:
-        return f"continue it with the same call and resume=True (or resume={cfg.exp_name!r})"
-    command = COMMAND if '--resume' in COMMAND else [*COMMAND, '--resume']
+        return f"continue it with the same call and resume={cfg.exp_name!r}"
+    command = _without_resume(COMMAND)
+    command += ['--resume'] if '--seeds' in command else ['--resume', cfg.exp_name]
     return f"continue it with: {shlex.join(command)}"
+
+
+def _without_resume(command: list[str]) -> list[str]:
+    """``command`` less its ``--resume`` (and the folder or checkpoint given to it)."""
+    kept, skip = [], False
+    for k, word in enumerate(command):
+        if skip:
+            skip = False
+        elif word == '--resume':
+            skip = k + 1 < len(command) and not command[k + 1].startswith('-')
+        elif not word.startswith('--resume='):
+            kept.append(word)
+    return kept
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from ding_lite.utils.checkpoint import load_file
 from policy_zoo import Policy
 from .config_input import compile_run
 from .life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
-from .steps import begin_run, build_serial, load_demo_buffer
+from .steps import NO_LIMIT, already_finished, begin_run, build_serial, load_demo_buffer
 
 
 def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -97,13 +97,15 @@ def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: i
         return evaluator.eval(learner.save_checkpoint, learner.train_iter, 0, tb_step=learner.train_iter)[0]
 
     with graceful_interrupt() as interrupted, naming_resume_point(learner):
-        stop = False
-        while learner.train_iter < max_train_iter and not interrupted.is_set():
+        stop = done = already_finished(cfg, run, 0, NO_LIMIT, max_train_iter)
+        while not done and learner.train_iter < max_train_iter and not interrupted.is_set():
             if evaluator.should_eval(learner.train_iter) and (stop := evaluate()):
                 break
             learner.train(data.sample(cfg.policy.learn.batch_size), 0)
         if not (stop or interrupted.is_set()) and evaluator.last_eval_iter != learner.train_iter:
             evaluate()  # the trained policy's return
+        if not (done or interrupted.is_set()):
+            run.loop.ended = 'stop_value' if stop else 'budget'
         after_run(cfg, learner, interrupted.is_set())
     summarise(cfg, learner, 0, evaluator, interrupted=interrupted.is_set())
     if interrupted.is_set():

@@ -17,7 +17,7 @@ from ding_lite.data.collate import batch_len, default_collate
 from envs import create_env_manager, get_vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from envs.adapt import adapted_env
-from policy_zoo import Policy, create_policy, get_policy_cls
+from policy_zoo import Policy, get_policy_cls
 
 
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:
@@ -44,8 +44,9 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
     """The run's policy. With ``env.norm_obs.use_norm`` its model carries a ``RunningObsNorm`` as ``obs_norm``, with
     ``env.norm_reward.use_norm`` a ``RunningRewardNorm`` as ``reward_norm``, so the statistics go wherever the
     model's weights go (checkpoints, Ray actors, ``eval``)."""
+    cls = get_policy_cls(cfg.policy)
     if model is not None:  # a model given to the pipeline: the policy's own initialisation, as a built one has
-        model = get_policy_cls(cfg.policy).init_model(model, cfg.policy)
+        model = cls.init_model(model, cfg.policy)
     norm = cfg.env.get('norm_obs') or {}
     if norm.get('use_norm'):
         shape = cfg.policy.model.get('obs_shape') or cfg.policy.model.get('agent_obs_shape')
@@ -55,15 +56,15 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
             raise ConfigError(f"env.norm_obs.use_norm=True normalises vector observations, but the model's "
                               f"obs_shape is {shape!r} (image pixels are scaled to [0, 1] by the conv encoder): "
                               f"set env.norm_obs.use_norm=False")
-        model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
+        model = model if model is not None else cls.create_model(cfg.policy)
         if not hasattr(model, 'obs_norm'):
             model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
     norm = cfg.env.get('norm_reward') or {}
     if norm.get('use_norm'):
-        model = model if model is not None else get_policy_cls(cfg.policy).create_model(cfg.policy)
+        model = model if model is not None else cls.create_model(cfg.policy)
         if not hasattr(model, 'reward_norm'):
             model.reward_norm = RunningRewardNorm(norm.get('clip', 10.0))
-    return create_policy(cfg.policy, model=model, enable_field=enable_field)
+    return cls(cfg.policy, model=model, enable_field=enable_field)  # (create_policy would initialise it again)
 
 
 def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:

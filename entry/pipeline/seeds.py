@@ -30,7 +30,8 @@ from .config_input import compile_input, compile_run
 from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
-from .steps import begin_run, build_serial, collect_round, show_eval, store_round, train_reward_models, warm_up
+from .steps import already_finished, begin_run, build_serial, collect_round, show_eval, store_round, \
+    train_reward_models, warm_up
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -154,15 +155,16 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
                          name=name) as bar:
             returns: dict[int, str] = {}
             bars = {id(run): _SeedBar(bar, run, returns) for run in runs}
-            for run in [r for r in runs if _finished(r, max_env_step) or _had_stopped(r)]:
-                seeds.finish(run, interrupted)  # a resumed run's seeds that had ended stay as they were
+            for run in [r for r in runs if _had_stopped(r) or
+                        already_finished(r.cfg, r, r.collector.envstep, max_env_step, r.max_train_iter)]:
+                seeds.finish(run, interrupted, run.loop.ended or 'budget')  # a resumed seed that had ended stays so
             while seeds.active and not interrupted.is_set():
                 _collect_round(seeds, bars, interrupted)
                 _learn_round(seeds, interrupted)
                 for run in list(seeds.active):
                     _log_times(run)
                     if _finished(run, max_env_step):
-                        seeds.finish(run, interrupted)
+                        seeds.finish(run, interrupted, 'budget')
                 threads.check()
         for run in list(seeds.active):
             seeds.finish(run, interrupted)
@@ -230,14 +232,14 @@ def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: thread
                 show_eval(bars.get(id(run)), info)
                 stops.append(stop)
         for run in [run for run, stop in zip(evaluating, stops) if stop]:
-            seeds.finish(run, interrupted)
+            seeds.finish(run, interrupted, 'stop_value')
     collecting = [run for run in due if any(run is active for active in seeds.active)]
     if not seeds.joint(collecting):  # (or seeds that stopped left one)
         for run in collecting:
             with _stream(run):
                 stop = collect_round(run.cfg, run, run.after_collect, bars.get(id(run)))
             if stop:
-                seeds.finish(run, interrupted)
+                seeds.finish(run, interrupted, 'stop_value')
         return
     with _phase(collecting, 'collect'):
         batches = collect_batches([run.collector for run in collecting], collecting[0].cfg.policy.collect.n_sample,
@@ -355,8 +357,11 @@ class _Seeds:
             return [outputs[seat[id(runs[j])]] for j in which]
         return act
 
-    def finish(self, run: SimpleNamespace, interrupted: threading.Event) -> None:
-        """End one seed as a single run ends: its after-run checkpoint, a resume point, its summary."""
+    def finish(self, run: SimpleNamespace, interrupted: threading.Event, ended: str | None = None) -> None:
+        """End one seed as a single run ends: its after-run checkpoint, a resume point (recording how it ``ended``:
+        ``'stop_value'``, ``'budget'``), its summary."""
+        if not interrupted.is_set():
+            run.loop.ended = ended
         self.active = [active for active in self.active if active is not run]  # (namespaces: by identity)
         run.learner.policy.forward = run.own_forward
         if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint

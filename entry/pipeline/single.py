@@ -10,13 +10,13 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.data import Batch
-from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy
 from .config_input import compile_run
 from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
     starting, summarise
-from .steps import begin_run, build_serial, collect_round, learn_sampler, train_reward_models, warm_up
+from .steps import already_finished, begin_run, build_serial, collect_round, learn_sampler, train_reward_models, \
+    warm_up
 
 
 def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -46,8 +46,9 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
         warm_up(cfg, run)
         with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
-            _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress, interrupted,
-                        threads)
+            ended = _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress,
+                                interrupted, threads)
+        run.loop.ended = run.loop.ended if interrupted.is_set() else ended
         after_run(cfg, learner, interrupted.is_set())
     summarise(cfg, learner, collector.envstep, run.evaluator, interrupted=interrupted.is_set())
     if interrupted.is_set():
@@ -56,23 +57,22 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
 
 def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None], limits: tuple[int, int],
                 after_collect: Callable[[], None] | None, progress: RunProgress, interrupted: threading.Event,
-                threads: CpuThreads) -> None:
+                threads: CpuThreads) -> str | None:
+    """The loop; how the run ended: ``'stop_value'``, ``'budget'``, or None (interrupted)."""
     learner, collector, loop = run.learner, run.collector, run.loop
     max_train_iter, max_env_step = limits
 
     def finished() -> bool:
         return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
 
-    done = learner.last_resume_point is not None and finished()  # resumed from its end: nothing evaluated again
-    if done:
-        build_logger(cfg.exp_name, 'summary', console=True).info(
-            f"{cfg.exp_name} had already finished: {collector.envstep} env steps, {learner.train_iter} train "
-            f"iterations reach this budget; raise --max-env-step or --max-train-iter to continue it")
+    if already_finished(cfg, run, collector.envstep, max_env_step, max_train_iter):  # nothing evaluated again
+        return run.loop.ended or 'budget'
     timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
+    done = False
     while not done and not interrupted.is_set():
         # else a resumed run finishes the round its checkpoint fell in
         if loop.updates_left == 0 and collect_round(cfg, run, after_collect, progress):
-            break
+            return 'stop_value'
         with timer.phase('learn'):
             _learn_round(cfg, run, sample, interrupted)
         if log_freq and learner.train_iter - logged >= log_freq:  # the timing at the learner's log rate
@@ -80,6 +80,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
             log_times(cfg, run.tb_logger, logged, timer.report(collector.envstep, logged), collector.envstep)
         threads.check()
         done = finished()
+    return 'budget' if done else None
 
 
 def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None],

@@ -14,7 +14,7 @@ from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
 from ding_lite.worker.finite_check import env_name
-from ding_lite.worker.logger import build_tb_logger
+from ding_lite.worker.logger import build_logger, build_tb_logger
 from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
 from envs import get_vec_env_setting
@@ -96,18 +96,46 @@ def build_learner(cfg: EasyDict, policy: Policy, tb_logger: Any) -> tuple[BaseLe
 
 class RunLoop:
     """Where the pipeline's loop stands: learn steps left of the current collect round (a resume point can fall
-    inside one), the reward models' steps owed, and the run's seed."""
+    inside one), the reward models' steps owed, the run's seed, and how it ended (``'stop_value'``, ``'budget'``;
+    None while it runs or after an interrupt)."""
 
     def __init__(self, seed: int) -> None:
         self.seed, self.updates_left = seed, 0
         self.reward_credit = 0.0  # reward-model steps owed (reward_signal_steps_per_update), a fraction carried over
+        self.ended: str | None = None
 
-    def state_dict(self) -> dict[str, int | float]:
-        return {'seed': self.seed, 'updates_left': self.updates_left, 'reward_credit': self.reward_credit}
+    def state_dict(self) -> dict[str, int | float | str | None]:
+        return {'seed': self.seed, 'updates_left': self.updates_left, 'reward_credit': self.reward_credit,
+                'ended': self.ended}
 
-    def load_state_dict(self, state: dict[str, int | float]) -> None:
+    def load_state_dict(self, state: dict[str, int | float | str | None]) -> None:
         self.updates_left = state['updates_left']
         self.reward_credit = state.get('reward_credit', 0.0)
+        self.ended = state.get('ended')
+
+
+NO_LIMIT = int(1e10)  # the pipelines' default budgets: none given
+
+
+def already_finished(cfg: EasyDict, run: SimpleNamespace, envstep: int, max_env_step: int,
+                     max_train_iter: int) -> bool:
+    """True (said in the run's summary) where a resumed run had finished and stays so: it reached its stop value,
+    or the budget it ended at was not raised past it (or this budget is spent already)."""
+    learner, ended = run.learner, run.loop.ended
+    if learner.resumed_from is None:
+        return False
+    if ended == 'stop_value':
+        why = f"it reached its stop value {run.evaluator.stop_value}"
+    elif ended == 'budget' and not (NO_LIMIT > max_env_step > envstep or
+                                    NO_LIMIT > max_train_iter > learner.train_iter):
+        why = "it used its budget; raise --max-env-step or --max-train-iter past where it ended to continue it"
+    elif envstep >= max_env_step or learner.train_iter >= max_train_iter:
+        why = "this budget is spent; raise --max-env-step or --max-train-iter to continue it"
+    else:
+        return False
+    build_logger(cfg.exp_name, 'summary', console=True).info(
+        f"{cfg.exp_name} had already finished at {envstep} env steps, {learner.train_iter} train iterations: {why}")
+    return True
 
 
 def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str,

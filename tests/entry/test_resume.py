@@ -266,7 +266,7 @@ def test_ctrl_c_at_random_moments_keeps_the_work_and_resumes_bitwise(tmp_path):
     code, out = _interrupt_cli(['-m', 'serial', '-c', cfg, '-s', '0', *budget], tmp_path, csv_rows,
                                rng.uniform(0.0, 0.5))
     hint = f"is a resume point; continue it with: {sys.executable} -m entry.cli -m " \
-        f"serial -c {cfg} -s 0 --max-train-iter 300 --resume\n"
+        f"serial -c {cfg} -s 0 --max-train-iter 300 --resume kill_run\n"  # that run's folder, whatever else exists
     assert code == 130 and hint in out, out
     assert (exp / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'  # written by Ctrl-C itself
     stopped = torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter']
@@ -284,21 +284,29 @@ def test_ctrl_c_at_random_moments_keeps_the_work_and_resumes_bitwise(tmp_path):
     assert _returns(exp) == _returns(tmp_path / 'straight')
 
 
-def test_resume_without_a_seed_picks_the_one_run_or_lists_them(tmp_path, monkeypatch, capsys):
+def test_resume_without_a_seed_never_picks_a_finished_run_and_a_finished_run_stays_so(tmp_path, monkeypatch, capsys):
     config = lambda: _cfg(tmp_path / 'exp_seed0')  # noqa: E731 (a _seed<K> name: -s K picks the folder)
     serial_pipeline(config(), seed=2, max_train_iter=10)       # exp_seed2: finished
-    with monkeypatch.context() as patch:
-        _crash_at(patch, 9)                                     # exp_seed0: killed after iteration_7
-        with pytest.raises(KeyboardInterrupt):
-            serial_pipeline(config(), seed=0, max_train_iter=30)
+    for seed in (0, 1):
+        with monkeypatch.context() as patch:
+            _crash_at(patch, 9)                                 # exp_seed0, exp_seed1: killed after iteration_7
+            with pytest.raises(KeyboardInterrupt):
+                serial_pipeline(config(), seed=seed, max_train_iter=30)
     with pytest.raises(ConfigError, match=r"--resume without a seed: 2 runs of this config can be resumed: "
-                                          r".*exp_seed0 \(interrupted at env step \d+\); .*exp_seed2 \(finished "
+                                          r".*exp_seed0 \(interrupted at env step \d+\); .*exp_seed1 \(interrupted "
                                           r"at env step \d+\)\. Give the run's seed \(-s K\) or its folder"):
         serial_pipeline(config(), resume=True, max_train_iter=30)
-    (tmp_path / 'exp_seed0').rename(tmp_path / 'elsewhere')  # one run left: seed 2's, which has finished
+    (tmp_path / 'exp_seed1').rename(tmp_path / 'elsewhere')  # one interrupted run left beside the finished one
+    serial_pipeline(config(), resume=True, max_train_iter=30)
+    assert load_file(str(tmp_path / 'exp_seed0' / 'ckpt' / 'ckpt_last.pth.tar'))['last_iter'] == 30
+    with pytest.raises(ConfigError, match=r"every run of this config has finished: .*exp_seed0 \(finished at env "
+                                          r"step \d+\); .*exp_seed2 \(finished"):
+        serial_pipeline(config(), resume=True)
     capsys.readouterr()
-    serial_pipeline(config(), resume=True, max_train_iter=10)
-    assert 'exp_seed2 had already finished: ' in capsys.readouterr().out
-    serial_pipeline(config(), resume=True, max_train_iter=20)  # a raised budget continues it
+    rows = len(_returns(tmp_path / 'exp_seed2'))
+    serial_pipeline(config(), seed=2, resume=True)              # no budget given: the one it ended at
+    assert 'exp_seed2 had already finished at ' in capsys.readouterr().out
+    assert len(_returns(tmp_path / 'exp_seed2')) == rows      # nothing trained, nothing evaluated again
+    serial_pipeline(config(), seed=2, resume=True, max_train_iter=20)  # a raised budget continues it
     state = load_file(str(tmp_path / 'exp_seed2' / 'ckpt' / 'ckpt_last.pth.tar'))
     assert state['last_iter'] == 20 and state['run']['loop']['seed'] == 2
