@@ -49,7 +49,7 @@ FEATURES: dict[str, Feature] = {
     'cloning': Feature('policy.behavioral_cloning', 'behavioural cloning', lambda cfg: bool(
         _policy('behavioral_cloning')(cfg))),
     'her': Feature('policy.other.replay_buffer.her', 'hindsight experience replay',
-                   lambda cfg: _policy('other', 'replay_buffer', 'type')(cfg) == 'her'),
+                   lambda cfg: bool(_policy('other', 'replay_buffer', 'her')(cfg))),
     'recurrent': Feature('policy.model.rnn', 'a recurrent model (memory)', lambda cfg: bool(
         _policy('model', 'rnn')(cfg))),
     'reward_vector': Feature('policy.reward_weights', 'a reward vector', lambda cfg: bool(
@@ -81,6 +81,10 @@ CONFLICTS: dict[frozenset[str], str] = {
     frozenset({'recurrent', 'reward_vector'}): "a recurrent model's sequence update learns one reward; leave one "
                                                "of them unset",
     frozenset({'recurrent', 'cloning'}): "the cloning term reads transitions, not sequences; leave one of them unset",
+    frozenset({'recurrent', 'her'}): "hindsight replay relabels single transitions, not a recurrent model's "
+                                     "sequences; leave one of them unset",
+    frozenset({'recurrent', 'offline_buffer'}): "the file's transitions are mixed in one by one, not as sequences; "
+                                                "leave other.offline_buffer.path None",
     frozenset({'recurrent', 'cuda_graph'}): "a recurrent model's sequence update runs eagerly; set cuda_graph=False",
     frozenset({'cloning', 'cuda_graph'}): "the cloning term's batches are drawn outside the captured update; set "
                                           "cuda_graph=False",

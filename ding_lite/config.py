@@ -459,6 +459,8 @@ def _her_buffer(policy_user: dict, buffer_type: str) -> str:
         return buffer_type
     from .data.her import check_her
     check_her(her)
+    if policy_user.get('priority'):  # a pair refused by ding_lite.capabilities
+        return buffer_type
     if buffer_type not in ('naive', 'her'):
         raise ConfigError(f"policy.other.replay_buffer.her relabels goals in the uniform buffer; the replay buffer's "
                           f"type is {buffer_type!r} (policy.priority=True picks 'priority'): set her=None or use "

@@ -23,6 +23,7 @@ TOOLS = {  # ding_lite TOOL ...: commands beside the training modes
     'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
     'config': "a registered class's default config, every key explained (e.g. ding_lite config sac)",
     'zoo': 'the ready configs of dizoo_configs/ with their expected results',
+    'capabilities': 'what works with what: every feature by pipeline and by policy, and the pairs refused',
     'export': "a run's eval actor as TorchScript, normalisation and action scaling included (torch.jit.load)",
 }
 
@@ -124,6 +125,9 @@ def build_tool_parser() -> argparse.ArgumentParser:
     config.add_argument('--kind', default=None, help='policy, env, env_manager, buffer or model, where NAME is '
                                                      'registered as several')
     zoo = tools.add_parser('zoo', help=TOOLS['zoo'])
+    capabilities = tools.add_parser('capabilities', help=TOOLS['capabilities'],
+                                    description='The tables of docs/compose.md, drawn from the declarations the '
+                                                'compile-time check reads.')
     export = tools.add_parser('export', help=TOOLS['export'])
     export.add_argument('run', metavar='RUN', help='a run folder, or a checkpoint file in its ckpt/')
     export.add_argument('-o', '--output', default='actor.pt', help='file to write (default: actor.pt)')
@@ -146,7 +150,7 @@ def build_tool_parser() -> argparse.ArgumentParser:
     tune.add_argument('--space', default=None, help='a .json or .py (space = {...}) search space')
     tune.add_argument('--pruner', default='median', choices=('median', 'none'))
     tune.add_argument('-s', '--seed', type=int, default=0, help="every trial's seed, and the sampler's")
-    for sub in (plot, summary, listing, config, zoo, export, tune):
+    for sub in (plot, summary, listing, config, zoo, capabilities, export, tune):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -174,6 +178,10 @@ def _run_tool(args: argparse.Namespace) -> None:
         from .pipeline.tune import load_space, tune
         tune(args.config, args.max_env_step, args.n_trials, args.stack, args.timeout, args.storage, args.study_name,
              args.seed, load_space(args.space) if args.space else None, args.pruner)
+        return
+    if args.tool == 'capabilities':
+        from .pipeline.capabilities import capability_table
+        print(capability_table(), end='')
         return
     if args.tool == 'export':
         from .tools.agent import load_policy

@@ -49,7 +49,7 @@ OFFLINE = Pipeline(
 SQIL = Pipeline(
     'sqil', '-m serial_sqil',
     _ALL - {'norm_reward', 'gail', 'offline_buffer', 'data_path', 'reward_vector', 'her', 'priority',
-            'priority_IS_weight'},
+            'priority_IS_weight', 'recurrent'},
     refuses={'norm_reward': "SQIL labels agent rewards 0 and demonstration rewards 1; a running std would rescale "
                             "the labels: set env.norm_reward.use_norm=False",
              'gail': "SQIL's demonstration half would count as the policy's rows for the discriminator; use GAIL "
@@ -61,7 +61,9 @@ SQIL = Pipeline(
              'her': "SQIL relabels every reward 0 or 1, which would erase the relabelled goals' rewards",
              'priority': "the demonstration half is sampled uniformly, and its priorities would not be written "
                          "back; set policy.priority=False",
-             'priority_IS_weight': "SQIL samples its halves uniformly; set policy.priority_IS_weight=False"})
+             'priority_IS_weight': "SQIL samples its halves uniformly; set policy.priority_IS_weight=False",
+             'recurrent': "the demonstration half is mixed in as transitions, not as a recurrent model's sequences; "
+                          "train a recurrent model with -m serial"})
 
 PARALLEL = Pipeline(
     'parallel', '-m parallel',
