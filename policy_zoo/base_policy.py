@@ -127,6 +127,34 @@ class Policy:
         return self._model
 
     @property
+    def cfg(self) -> EasyDict:
+        """The compiled policy config."""
+        return self._cfg
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    # the acting seams a run of many seeds (entry's SeedAxis) maps over its seed axis
+    def collect_kwargs(self, obs: Any, **kwargs: Any) -> dict[str, Any]:
+        return self._collect_kwargs(obs, **kwargs)
+
+    def collect_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        return self._collect_act(obs, **kwargs)
+
+    def eval_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        return self._forward_eval_batch(obs, **kwargs)
+
+    def record_collect(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> None:
+        """A collect forward made outside ``collect_mode`` (for the collect entropy log)."""
+        self._recent_outputs.append((output, kwargs))
+
+    def acts_in_batches(self, mode: str) -> bool:
+        """Whether ``mode``'s forward is Policy's own batch forward, which a seed axis may map."""
+        return getattr(type(self), f'_forward_{mode}_batch') is getattr(Policy, f'_forward_{mode}_batch') and \
+            self._batch_forward(mode) is not None
+
+    @property
     def memory(self) -> dict[str, Any] | None:
         """What a recurrent model needs kept per env (``EnvMemory``'s spec), None for a feed-forward one."""
         memory = getattr(self._model, 'memory', None)

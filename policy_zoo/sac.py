@@ -1,10 +1,9 @@
 """Soft Actor-Critic for continuous actions."""
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 import torch
 from easydict import EasyDict
@@ -12,10 +11,9 @@ from torch import Tensor, nn
 
 from ding_lite.data import Batch
 from ding_lite.model import model_wrap
-from ding_lite.model.wrappers import set_training
+from ding_lite.model.wrappers import frozen, set_training
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.utils.default_config import ConfigError
 from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, optimizer_step, \
     preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
@@ -23,20 +21,7 @@ from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
-from .sac_options import check_sac_config, cloning_and_signals
-
-
-@contextlib.contextmanager
-def _frozen(params: Iterable[Tensor]) -> Iterator[None]:
-    """Graphs built inside compute no gradients for ``params`` (they enter as constants)."""
-    params = list(params)
-    for param in params:
-        param.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for param in params:
-            param.requires_grad_(True)
+from .sac_options import check_sac_config, cloning_and_signals, init_actor_output
 
 
 def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
@@ -58,10 +43,10 @@ class SACPolicy(Policy):
     ``_soft_target_v(next_obs) -> [B]``, ``_critic_loss(batch) -> (loss, td [E, B], q [E, B], target_q [B])``
     (default: the weighted squared ``_critic_td``), ``_actor_q(obs, action) -> [B]`` (default: the critics' min),
     ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and ``_default_target_entropy()``. ``stats`` (detached
-    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return. With
-    ``reward_weights`` or ``reward_signals`` the critics' values and targets gain a last axis, one per reward dimension
-    or signal (``RewardHeads``); with ``model.rnn`` ``obs`` is
-    a ``Memory`` and the rows' means are over its loss steps.
+    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return. The update
+    calls two strategies that are always there: ``self._heads`` (``SingleReward``; with ``reward_weights`` or
+    ``reward_signals``, ``RewardHeads``: values and targets gain a last axis, one per head) and ``self._td_estimator``
+    (``TDTarget``, owning gamma). With ``model.rnn`` ``obs`` is a ``Memory``, its rows' means over its loss steps.
     """
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
@@ -135,21 +120,8 @@ class SACPolicy(Policy):
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:
-        """``learn.init_w`` (DI-engine's) as the uniform init of the actor's output layers."""
-        model = super().init_model(model, cfg)
-        init_w = (cfg.get('learn') or {}).get('init_w')
-        if init_w is None:
-            return model
-        last = model.actor[-1] if isinstance(getattr(model, 'actor', None), nn.Sequential) else None
-        layers = [last.mu, last.log_sigma] if hasattr(last, 'log_sigma') else [last]
-        if not all(isinstance(layer, nn.Linear) for layer in layers):
-            raise ConfigError(f"policy.learn.init_w={init_w} initialises the actor's output layers, which this "
-                              f"{type(model).__name__} does not have as QAC models do (actor[-1]); leave it None")
-        with torch.no_grad():
-            for layer in layers:
-                layer.weight.uniform_(-init_w, init_w)
-                layer.bias.uniform_(-init_w, init_w)
-        return model
+        """``model.init``'s scheme, then ``learn.init_w`` (DI-engine's) on the actor's output layers."""
+        return init_actor_output(super().init_model(model, cfg), (cfg.get('learn') or {}).get('init_w'))
 
     def _init_learn(self) -> None:
         learn = self._cfg.learn
@@ -185,6 +157,33 @@ class SACPolicy(Policy):
             self._actor_loss = compile_or_eager(self._actor_loss, what)
         if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
             self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
+
+    # the learning seams a run of many seeds (entry's SeedAxis) stacks
+    @property
+    def learn_steps(self) -> int:
+        """Critic steps so far (whose turn the actor's is; checkpoints hold it)."""
+        return self._learn_steps
+
+    @learn_steps.setter
+    def learn_steps(self, value: int) -> None:
+        self._learn_steps = value
+
+    def preprocess_learn(self, data: list[dict] | Batch) -> Batch:
+        return self._preprocess_learn(data)
+
+    def update(self, batch: Batch) -> dict[str, Tensor]:
+        return self._update(batch)
+
+    def map_seeds(self, seedwise: Any, optimizer_step: Any) -> None:
+        """Run the update's per-seed computations through ``seedwise`` and its optimizer steps through
+        ``optimizer_step`` (``SeedAxis``: over a leading seed axis)."""
+        self._seedwise, self._optimizer_step = seedwise, optimizer_step
+
+    def row_settings(self) -> tuple[dict[str, torch.optim.Optimizer | None], Any, Temperature]:
+        """What a stacked row may set apart: the optimizers by their learning rate's key, the target wrapper (None
+        without one), the temperature."""
+        return ({'learning_rate_q': self._optimizer_q, 'learning_rate_policy': self._optimizer_policy,
+                 'learning_rate_alpha': self._alpha.optimizer}, self._target_model, self._alpha)
 
     def set_reward_weights(self, weights: list[float]) -> None:
         """ALF's: the trade-off between the reward dimensions (``policy.reward_weights``) from the next learn step on;
@@ -269,7 +268,7 @@ class SACPolicy(Policy):
 
     def _actor_step(self, obs: Tensor) -> dict[str, Tensor]:
         """One step of the actor, then of alpha; their statistics."""
-        with _frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
+        with frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
             policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, obs)
         if isinstance(obs, Memory):  # a sequence's rows weigh as its loss steps do (its means are theirs)
             entropy = entropy * obs.weight

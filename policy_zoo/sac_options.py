@@ -158,3 +158,20 @@ def cloning_and_signals(cfg: EasyDict, discrete: bool, action_size: int, device:
         return bc, RewardVector(cfg.reward_weights, cfg.learn.discount_factor, device)
     return bc, RewardSignals(cfg.reward_signals, size, action_size, device) if cfg.get('reward_signals') else \
         SingleReward()
+
+
+def init_actor_output(model: torch.nn.Module, init_w: float | None) -> torch.nn.Module:
+    """``learn.init_w`` (DI-engine's): the actor's output layers' weights and biases uniform in ``[-init_w, init_w]``
+    (None: as they are)."""
+    if init_w is None:
+        return model
+    last = model.actor[-1] if isinstance(getattr(model, 'actor', None), torch.nn.Sequential) else None
+    layers = [last.mu, last.log_sigma] if hasattr(last, 'log_sigma') else [last]
+    if not all(isinstance(layer, torch.nn.Linear) for layer in layers):
+        raise ConfigError(f"policy.learn.init_w={init_w} initialises the actor's output layers, which this "
+                          f"{type(model).__name__} does not have as QAC models do (actor[-1]); leave it None")
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.uniform_(-init_w, init_w)
+            layer.bias.uniform_(-init_w, init_w)
+    return model

@@ -1,9 +1,10 @@
 """Model wrappers: stackable views that add sampling, target-network updates and such around a model."""
 from __future__ import annotations
 
+import contextlib
 import math
 import weakref
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +13,19 @@ from ..registry import WRAPPER_REGISTRY
 
 
 _MODULE_LISTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its modules, or None: train()
+
+
+@contextlib.contextmanager
+def frozen(params: Iterable[Tensor]) -> Iterator[None]:
+    """Graphs built inside compute no gradients for ``params`` (they enter as constants)."""
+    params = list(params)
+    for param in params:
+        param.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for param in params:
+            param.requires_grad_(True)
 
 
 def set_training(model: Any, mode: bool) -> None:

@@ -64,6 +64,8 @@ def _the_run(exp_name: str) -> str:
     """The one run of a ``_seed<K>`` config that ``--resume`` without a seed continues: every seed's folder (and
     its timestamped siblings) with a resume point and not finished is a candidate; several are an error listing
     them, and finished runs alone are one saying so."""
+    if re.fullmatch(r'.*_seed\d+', exp_name) is None:  # the config's own folder: nothing to pick
+        return exp_name
     candidates = resumable_runs(exp_name)
     runs = [run for run in candidates if not run_state(run).startswith('finished')]
     if candidates and not runs:

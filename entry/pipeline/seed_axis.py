@@ -129,24 +129,23 @@ class SeedAxis:
     def __init__(self, policies: list[Policy], randomness: str = 'different') -> None:
         self.policies = list(policies)
         first = self.policies[0]
-        reason = why_not_vectorised(type(first), first._cfg)
+        reason = why_not_vectorised(type(first), first.cfg)
         if reason is not None:
             raise ValueError(f"these seeds cannot share one update: {reason}")
-        self.lead = type(first)(first._cfg, model=copy.deepcopy(first._model))
-        steps = {policy._learn_steps for policy in self.policies}
+        self.lead = type(first)(first.cfg, model=copy.deepcopy(first.model))
+        steps = {policy.learn_steps for policy in self.policies}
         if len(steps) > 1:
             raise ValueError(f"the seeds stand at different learn steps {sorted(steps)}; a run of many seeds steps "
                              f"them together")
-        self.lead._learn_steps = steps.pop()
+        self.lead.learn_steps = steps.pop()
         for policy in (self.lead, *self.policies):
             _init_adam_states(policy)
         self._stack()
-        reason = rows_apart([policy._cfg for policy in self.policies])
+        reason = rows_apart([policy.cfg for policy in self.policies])
         if reason is not None:
             raise ValueError(f"these rows cannot share one update: {reason}")
         self._row_settings()
-        self.lead._seedwise = self._seedwise
-        self.lead._optimizer_step = functools.partial(optimizer_step, seed_axis=True)
+        self.lead.map_seeds(self._seedwise, functools.partial(optimizer_step, seed_axis=True))
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
         vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
@@ -156,41 +155,38 @@ class SeedAxis:
         ``SeedBuffers`` sample, preprocessed for all seeds at once); seed k's outputs (as its
         ``learn_mode.forward``)."""
         if isinstance(batches, Fields):
-            batch = Fields(self._seedwise(lambda b: dict(self.lead._preprocess_learn(b).items()), batches))
+            batch = Fields(self._seedwise(lambda b: dict(self.lead.preprocess_learn(b).items()), batches))
         else:
-            batch = _stack([policy._preprocess_learn(b) for policy, b in zip(self.policies, batches)])
-        output = self.lead._update(batch)
+            batch = _stack([policy.preprocess_learn(b) for policy, b in zip(self.policies, batches)])
+        output = self.lead.update(batch)
         for policy in self.policies:  # the update's counter, which the seeds' checkpoints hold
-            policy._learn_steps = self.lead._learn_steps
+            policy.learn_steps = self.lead.learn_steps
         return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
 
     def _row_settings(self) -> None:
         """Each row's own ``ROW_SETTINGS`` where the rows set them apart: learning rates per row, the target
         critics' Polyak rates and the temperature's target entropies as ``[S]`` tensors. Each row's initial alpha
         is in its stacked temperature already, and its gamma in its stacked TD target."""
-        lead, learns = self.lead, [policy._cfg.learn for policy in self.policies]
+        learns = [policy.cfg.learn for policy in self.policies]
+        optimizers, target, alpha = self.lead.row_settings()
 
         def apart(values: list[float]) -> Tensor | None:
-            return torch.tensor(values, device=lead._device) if len(set(values)) > 1 else None
-        for optimizer, key in ((lead._optimizer_q, 'learning_rate_q'), (lead._optimizer_policy,
-                                                                         'learning_rate_policy'),
-                               (lead._alpha.optimizer, 'learning_rate_alpha')):
+            return torch.tensor(values, device=self.lead.device) if len(set(values)) > 1 else None
+        for key, optimizer in optimizers.items():
             rates = apart([float(learn[key]) for learn in learns])
             if rates is not None and optimizer is not None:
                 _rates_per_row(optimizer, rates)
-        if lead._target_model is not None:  # (CrossQ has none)
+        if target is not None:  # (CrossQ has none)
             thetas = apart([float(learn.target_theta) for learn in learns])
             if thetas is not None:
-                lead._target_model.set_theta(thetas)
-        targets = apart([float(policy._alpha.target_entropy or 0.0) for policy in self.policies])
-        if targets is not None and lead._alpha.learned:
-            lead._alpha.target_entropy = targets[:, None]
+                target.set_theta(thetas)
+        targets = apart([float(policy.row_settings()[2].target_entropy or 0.0) for policy in self.policies])
+        if targets is not None and alpha.learned:
+            alpha.target_entropy = targets[:, None]
 
     def can_act(self, mode: str) -> bool:
         """Whether ``act`` gives the seeds' ``mode`` forward: the policy batch-forwards as ``Policy`` does."""
-        cls = type(self.lead)
-        return getattr(cls, f'_forward_{mode}_batch') is getattr(Policy, f'_forward_{mode}_batch') and \
-            self.lead._batch_forward(mode) is not None
+        return self.lead.acts_in_batches(mode)
 
     def act(self, mode: str, obs: list[Tensor | None], **kwargs: Any) -> list[dict[str, Tensor] | None]:
         """One forward of the seeds' ``mode`` (``'collect'`` or ``'eval'``) on their stacked observations, seed k's
@@ -198,15 +194,15 @@ class SeedAxis:
         ``forward_batch`` gives them. The collect forward's noise comes from the caller's stream, for all seeds."""
         present = [k for k, o in enumerate(obs) if o is not None]
         if mode == 'eval':
-            return self._split(self._seedwise(self.lead._forward_eval_batch, _padded(obs)), obs)
-        kws = {k: self.policies[k]._collect_kwargs(obs[k], **kwargs) for k in present}
+            return self._split(self._seedwise(self.lead.eval_act, _padded(obs)), obs)
+        kws = {k: self.policies[k].collect_kwargs(obs[k], **kwargs) for k in present}
         if any(kws[k] != kws[present[0]] for k in present):  # schedules apart: each seed its own forward
-            outputs = [self.policies[k]._collect_act(obs[k], **kws[k]) if k in kws else None for k in range(len(obs))]
+            outputs = [self.policies[k].collect_act(obs[k], **kws[k]) if k in kws else None for k in range(len(obs))]
         else:
-            outputs = self._split(self._seedwise(functools.partial(self.lead._collect_act, **kws[present[0]]),
+            outputs = self._split(self._seedwise(functools.partial(self.lead.collect_act, **kws[present[0]]),
                                                  _padded(obs)), obs)
         for k in present:  # each seed's entropy log
-            self.policies[k]._recent_outputs.append((outputs[k], kws[k]))
+            self.policies[k].record_collect(outputs[k], kws[k])
         return outputs
 
     @staticmethod

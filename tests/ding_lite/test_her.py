@@ -103,7 +103,3 @@ def test_bad_her_settings_are_refused_at_compile(tiny_pendulum):
         main.policy.other.replay_buffer.her = her
         with pytest.raises(ConfigError, match=match):
             compile_config(main, create_cfg=create, save_cfg=False)
-    main.policy.other.replay_buffer.her = dict(n_sampled_goal=4)
-    main.policy.priority = True
-    with pytest.raises(ConfigError, match="relabels goals in the uniform buffer"):
-        compile_config(main, create_cfg=create, save_cfg=False)
