@@ -97,6 +97,8 @@ CONFLICTS: dict[frozenset[str], str] = {
     frozenset({'gail', 'offline_buffer'}): "the mixed-in file's rows would count as the policy's for the "
                                            "discriminator; leave other.offline_buffer.path None",
     frozenset({'her', 'priority'}): "hindsight replay relabels goals in the uniform buffer; set policy.priority=False",
+    frozenset({'her', 'reward_vector'}): "a relabelled goal's reward is the env's compute_reward, one number; leave "
+                                         "policy.reward_weights None",
     frozenset({'priority', 'offline_buffer'}): "the mixed-in file is sampled uniformly and takes no priorities; set "
                                                "policy.priority=False",
 }

@@ -141,6 +141,16 @@ def _cover(pipeline: str) -> list[tuple[str, ...]]:
 CASES = [(p, g) for p in PIPELINES for g in _cover(p)]
 
 
+def test_every_pair_that_shares_a_pipeline_is_run_together_or_refused_everywhere():
+    for pipeline in PIPELINES:
+        works = [f for f in FEATURES if PIPELINES[pipeline].cell(f)[0] != 'refused']
+        together = {frozenset(p) for _, group in CASES if _ == pipeline for p in itertools.combinations(group, 2)}
+        for pair in map(frozenset, itertools.combinations(works, 2)):
+            on = pair | {IMPLIES[f] for f in pair if f in IMPLIES}
+            assert pair in together or any(c <= on for c in CONFLICTS) or \
+                any(PIPELINES[pipeline].cell(f)[0] == 'refused' for f in on), (pipeline, sorted(pair))
+
+
 @pytest.fixture(scope='module')
 def local_ray():
     """One local Ray for the parallel pipeline's runs of this module (the pipeline uses a Ray it finds running)."""
