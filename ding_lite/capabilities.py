@@ -115,6 +115,7 @@ class Pipeline:
     supports: frozenset[str]
     one_after_another: dict[str, str] = field(default_factory=dict)
     refuses: dict[str, str] = field(default_factory=dict)
+    learns: bool = True  # False: it only acts with a trained policy (eval, load_policy), and refuses nothing
 
     def cell(self, feature: str) -> tuple[str, str]:
         """``('yes' | 'one after another' | 'refused', reason)``."""
@@ -137,6 +138,8 @@ def enabled(cfg: Any) -> list[str]:
 
 def check(cfg: Any, policy_cls: type, pipeline: Pipeline | None = None) -> None:
     """Refuse a combination the declarations do not support: a ``ConfigError`` naming both sides and what to do."""
+    if pipeline is not None and not pipeline.learns:
+        return
     on = enabled(cfg)
     name = f"policy {cfg.policy.type!r} ({policy_cls.__name__})"
     declared = policy_capabilities(policy_cls)

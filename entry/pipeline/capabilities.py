@@ -79,6 +79,8 @@ PARALLEL = Pipeline(
              'data_path': _DATA_PATH})
 
 PIPELINES = {p.name: p for p in (SERIAL, SEEDS, TUNE, OFFLINE, SQIL, PARALLEL)}
+# acting with a trained run (eval, collect_demo, load_policy, export): how it was trained was checked then
+ACTING = Pipeline('acting', 'eval', _ALL, learns=False)
 
 
 def capability_table() -> str:

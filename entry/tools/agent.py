@@ -15,6 +15,7 @@ from ding_lite.worker import load_checkpoint
 from envs import get_vec_env_setting
 from envs.adapt import ObsAdapter, adapted_env
 from policy_zoo import Policy
+from ..pipeline.capabilities import ACTING
 from ..pipeline.env_check import fit_model_to_env
 from ..pipeline.run_parts import create_run_policy
 
@@ -189,7 +190,7 @@ def load_policy(path: str, checkpoint: str = 'ckpt_best.pth.tar', device: str = 
     """The policy of a run folder (its ``total_config.py`` and ``ckpt/<checkpoint>``, ``ckpt_best`` by default) or
     of a checkpoint file inside one, ready to ``predict``. ``device`` is where it acts."""
     run, ckpt = _locate(path, checkpoint)
-    cfg = compile_config(read_config(os.path.join(run, 'total_config.py')), save_cfg=False)
+    cfg = compile_config(read_config(os.path.join(run, 'total_config.py')), save_cfg=False, pipeline=ACTING)
     cfg.policy.cuda, cfg.policy.device = device.startswith('cuda'), device
     env_fn, _, evaluator_cfgs = get_vec_env_setting(cfg.env)
     env = adapted_env(env_fn, cfg=evaluator_cfgs[0])

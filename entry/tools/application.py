@@ -11,6 +11,7 @@ from torch import nn
 from ding_lite.data import save_demo
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
+from ..pipeline.capabilities import ACTING
 from ..pipeline.config_input import compile_input
 from ..pipeline.env_check import fit_model_to_env
 from ..pipeline.run_parts import build_envs, create_run_policy, expert_mode
@@ -26,7 +27,7 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     """
     if n_episode is not None and n_episode <= 0:
         raise ValueError(f"n_episode must be a positive number of episodes, got {n_episode}")
-    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
+    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides, pipeline=ACTING)
     if n_episode is not None:
         cfg.policy.eval.evaluator.n_episode = n_episode
     _, evaluator_env = build_envs(cfg, env_setting, collect=False)
@@ -78,7 +79,7 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_c
     """
     if collect_count <= 0:
         raise ValueError(f"collect_count must be positive, got {collect_count}")
-    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides)
+    cfg = compile_input(input_cfg, seed, save_cfg=False, overrides=overrides, pipeline=ACTING)
     expert_data_path = expert_data_path or cfg.policy.collect.get('save_path')
     if not expert_data_path:
         raise ValueError("collect_demo_data needs expert_data_path (or policy.collect.save_path in the config)")

@@ -229,3 +229,14 @@ def test_a_variant_supports_only_what_it_declares(tmp_path):
     finally:
         for name in ('plain_variant_xyz', 'declaring_variant_xyz'):
             POLICY_REGISTRY._table.pop(name, None)
+
+
+def test_acting_with_a_trained_run_checks_nothing_of_how_it_trained(tmp_path):
+    """``eval`` and ``load_policy`` compile a run's config to act with it: a combination refused for training now
+    (a run of an earlier version) still loads."""
+    from ding_lite.config import compile_config
+    from entry.pipeline.capabilities import ACTING
+    main, create, _ = _config(tmp_path, 'serial', ('gail', 'norm_obs'))
+    with pytest.raises(ConfigError, match='refused'):
+        compile_config(main, create, save_cfg=False)
+    assert compile_config(main, create, save_cfg=False, pipeline=ACTING).env.norm_obs.use_norm
