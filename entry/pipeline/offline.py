@@ -98,6 +98,7 @@ def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: i
 
     with graceful_interrupt() as interrupted, naming_resume_point(learner):
         stop = done = already_finished(cfg, run, 0, NO_LIMIT, max_train_iter)
+        run.loop.ended = run.loop.ended if done else None
         while not done and learner.train_iter < max_train_iter and not interrupted.is_set():
             if evaluator.should_eval(learner.train_iter) and (stop := evaluate()):
                 break

@@ -157,7 +157,10 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
             bars = {id(run): _SeedBar(bar, run, returns) for run in runs}
             for run in [r for r in runs if _had_stopped(r) or
                         already_finished(r.cfg, r, r.collector.envstep, max_env_step, r.max_train_iter)]:
-                seeds.finish(run, interrupted, run.loop.ended or 'budget')  # a resumed seed that had ended stays so
+                # a resumed seed that had ended stays so
+                seeds.finish(run, interrupted, run.loop.ended or ('stop_value' if _had_stopped(run) else 'budget'))
+            for run in seeds.active:
+                run.loop.ended = None  # running again: its resume points are an unfinished run's
             while seeds.active and not interrupted.is_set():
                 _collect_round(seeds, bars, interrupted)
                 _learn_round(seeds, interrupted)

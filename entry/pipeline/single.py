@@ -67,6 +67,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
 
     if already_finished(cfg, run, collector.envstep, max_env_step, max_train_iter):  # nothing evaluated again
         return run.loop.ended or 'budget'
+    loop.ended = None  # running again (a raised budget): its resume points are an unfinished run's
     timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
     done = False
     while not done and not interrupted.is_set():

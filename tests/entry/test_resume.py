@@ -17,6 +17,7 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError, read_config
 from ding_lite.utils import load_file
 from entry import serial_pipeline
+from entry.pipeline.config_input import run_state
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 
@@ -310,3 +311,8 @@ def test_resume_without_a_seed_never_picks_a_finished_run_and_a_finished_run_sta
     serial_pipeline(config(), seed=2, resume=True, max_train_iter=20)  # a raised budget continues it
     state = load_file(str(tmp_path / 'exp_seed2' / 'ckpt' / 'ckpt_last.pth.tar'))
     assert state['last_iter'] == 20 and state['run']['loop']['seed'] == 2
+    with monkeypatch.context() as patch:  # continued again, and killed after its resume point at iteration 28
+        _crash_at(patch, 10)
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(config(), seed=2, resume=True, max_train_iter=40)
+    assert run_state(str(tmp_path / 'exp_seed2')).startswith('interrupted at env step')
