@@ -113,7 +113,7 @@ def test_init_w_applies_to_a_model_given_to_create_policy(tmp_path):
 
 SCRIPT = '''
 from policy_zoo import SACPolicy
-from ding_lite import POLICY_REGISTRY, serial_pipeline
+from ding_lite import POLICY_REGISTRY, load_policy, serial_pipeline
 
 
 @POLICY_REGISTRY.register('unguarded_sac')
@@ -124,6 +124,7 @@ class UnguardedSACPolicy(SACPolicy):
 main_config = {main}
 create_config = {create}
 serial_pipeline((main_config, create_config), seed=0, max_train_iter=4)
+load_policy('unguarded_seed0')  # in the same process: the script is not imported again
 '''
 
 
@@ -167,3 +168,14 @@ def test_the_printed_resume_command_continues_the_run_that_printed_it(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert (tmp_path / 'demo_seed0' / 'log' / 'evaluator.csv').read_text() == finished  # the finished run untouched
     assert load_file(str(sibling / 'ckpt' / 'ckpt_last.pth.tar'))['last_iter'] == 120
+
+
+def test_a_script_read_from_stdin_records_nothing_that_cannot_be_imported(tmp_path):
+    main, create = dict(TINY_PENDULUM, exp_name='stdin_seed0'), dict(TINY_CREATE, policy=dict(type='stdin_sac'))
+    script = ("from entry import serial_pipeline\nfrom policy_zoo import SACPolicy\nfrom ding_lite import POLICY_REGISTRY"
+              "\nPOLICY_REGISTRY.register('stdin_sac', type('StdinSAC', (SACPolicy,), {}))\n"
+              f"serial_pipeline(({main!r}, {create!r}), max_train_iter=2)\n")
+    run = subprocess.run([sys.executable, '-W', 'ignore', '-'], input=script, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, 'PYTHONPATH': ROOT})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "'import_names': []" in (tmp_path / 'stdin_seed0' / 'total_config.py').read_text()
