@@ -15,6 +15,7 @@ from ding_lite.data.demo import DEMO_KIND
 from ding_lite.utils.checkpoint import load_file
 from policy_zoo import Policy
 from .config_input import compile_run
+from .cpu_threads import learner_threads
 from .life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
 from .steps import NO_LIMIT, already_finished, begin_run, build_serial, load_demo_buffer
 
@@ -96,13 +97,14 @@ def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: i
     def evaluate() -> bool:
         return evaluator.eval(learner.save_checkpoint, learner.train_iter, 0, tb_step=learner.train_iter)[0]
 
-    with graceful_interrupt() as interrupted, naming_resume_point(learner):
+    with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
         stop = done = already_finished(cfg, run, 0, NO_LIMIT, max_train_iter)
         run.loop.ended = run.loop.ended if done else None
         while not done and learner.train_iter < max_train_iter and not interrupted.is_set():
             if evaluator.should_eval(learner.train_iter) and (stop := evaluate()):
                 break
             learner.train(data.sample(cfg.policy.learn.batch_size), 0)
+            threads.check()  # the serial pipeline's thread rule: one for small nets, the free cores else
         if not (stop or interrupted.is_set()) and evaluator.last_eval_iter != learner.train_iter:
             evaluate()  # the trained policy's return
         if not (done or interrupted.is_set()):

@@ -1,6 +1,9 @@
 """torch's threads while training: one for small nets, the free cores for large ones, following the machine's load."""
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
 from easydict import EasyDict
 
@@ -69,3 +72,21 @@ def test_auto_overlap_where_the_learner_leaves_a_core_free(monkeypatch):
     small.policy.collect.overlap = 'yes'
     with pytest.raises(ConfigError, match="policy.collect.overlap must be True, False or 'auto', got 'yes'"):
         overlap_collection(small)
+
+
+@pytest.mark.parametrize('num_threads', [None, 2])
+def test_offline_learns_on_the_thread_rule_of_every_pipeline(tmp_path, monkeypatch, num_threads):
+    """Small nets learn on one thread (beside a busy core many stall every op), and a set num_threads is honoured."""
+    from entry import serial_pipeline_offline
+    from policy_zoo import SACPolicy
+    from tests.conftest import synthetic_demo
+    seen, update = [], SACPolicy._update
+    monkeypatch.setattr(SACPolicy, '_update', lambda self, batch: seen.append(torch.get_num_threads()) or
+                        update(self, batch))
+    main, create = copy.deepcopy(TINY_PENDULUM), copy.deepcopy(TINY_CREATE)
+    main['exp_name'] = str(tmp_path / 'offline')
+    main['policy']['learn'].update(data_path=synthetic_demo(tmp_path / 'demo.pt'),
+                                   learner=dict(num_threads=num_threads))
+    torch.set_num_threads(3)
+    serial_pipeline_offline((main, create), seed=0, max_train_iter=4)
+    assert seen == [num_threads or 1] * 4
