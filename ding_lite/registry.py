@@ -143,7 +143,7 @@ def module_folder(name: str) -> str | None:
 
 
 def closest_match(name: str, choices: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.5)
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
     return close[0] if close else None
 
 

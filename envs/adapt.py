@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import traceback
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -174,7 +175,13 @@ class AdaptedEnv(BaseEnv):
 
 def adapted_env(env_fn: Callable[..., BaseEnv], **kwargs: Any) -> BaseEnv:
     """``env_fn(**kwargs)`` with its observations adapted (module level: it travels to env processes and Ray)."""
-    env = env_fn(**kwargs)
+    try:
+        env = env_fn(**kwargs)
+    except AssertionError as error:  # often without a message: where it failed is the lead
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        name = getattr(env_fn, '__qualname__', type(env_fn).__name__)
+        raise ValueError(f"env {name} failed to build: AssertionError{f': {error}' if str(error) else ''} at "
+                         f"{frame.filename}:{frame.lineno} ({frame.line})") from error
     space = getattr(env, 'observation_space', None)
     if not isinstance(space, gym.Space):
         return env  # an env that declares no gymnasium space is taken at its word

@@ -46,6 +46,33 @@ class ActionScaler:
         return self.low + (clipped + self._one) * self.half_range
 
 
+# the packages that register well-known families of gymnasium ids when imported
+ID_PACKAGES = {'MiniGrid': 'minigrid', 'BabyAI': 'minigrid', 'PointMaze': 'gymnasium_robotics',
+               'AntMaze': 'gymnasium_robotics', 'Fetch': 'gymnasium_robotics', 'HandManipulate': 'gymnasium_robotics',
+               'Adroit': 'gymnasium_robotics', 'ALE/': 'ale_py', 'highway': 'highway_env', 'Metaworld': 'metaworld'}
+
+
+def make_error(env_id: str, error: Exception) -> str:
+    """What to tell a user whose ``gymnasium.make(env_id)`` failed: an id no imported package registers (the
+    package to import, and how), or the env's own failure (its package, the error's type and message)."""
+    upstream = f"{type(error).__name__}: {error}" if str(error) else f"{type(error).__name__} (no message)"
+    if isinstance(error, (gym.error.NameNotFound, gym.error.NamespaceNotFound, gym.error.VersionNotFound)) and \
+            not isinstance(error, gym.error.DeprecatedEnv):
+        package = next((p for prefix, p in ID_PACKAGES.items() if env_id.split(':')[-1].startswith(prefix)), None)
+        which = f"its package ({package!r}, pip install it)" if package else "the package that registers it"
+        example = package or 'my_envs'
+        return (f"cannot make gymnasium env {env_id!r}: {upstream}. An env of another package exists once {which} "
+                f"is imported: list it in create_config.env.import_names (['{example}']), or write the id as "
+                f"'{example}:{env_id.split(':')[-1]}' (gymnasium imports the package first)")
+    try:
+        entry = gym.spec(env_id.split(':')[-1]).entry_point
+        module = entry.split(':')[0] if isinstance(entry, str) else getattr(entry, '__module__', '?')
+        source = f" (package {module.split('.')[0]!r}, module {module})"
+    except Exception:
+        source = ''
+    return f"cannot make gymnasium env {env_id!r}{source}: its constructor raised {upstream}"
+
+
 @ENV_REGISTRY.register('gymnasium')
 class GymnasiumEnv(BaseEnv):
     """Wraps ``gymnasium.make(env_id)`` (inside the config's ``wrappers``): observations adapted for the models
@@ -87,8 +114,8 @@ class GymnasiumEnv(BaseEnv):
         frames stacked if asked, observations adapted for the models (``ObsAdapter``)."""
         try:
             env = gym.make(self._gym_id, **self._make_kwargs, **kwargs)
-        except (gym.error.Error, ImportError, TypeError) as error:
-            raise ValueError(f"cannot make gymnasium env {self._gym_id!r}: {error}") from error
+        except Exception as error:  # the id's package, or its env's constructor: named with the upstream error
+            raise ValueError(make_error(self._gym_id, error)) from error
         env = apply_wrappers(env, self._cfg.wrappers)
         if self._cfg.frame_stack > 1:
             env = gym.wrappers.FrameStackObservation(env, int(self._cfg.frame_stack))

@@ -98,3 +98,59 @@ def test_bipedalwalker_reward_clip_and_mujoco_norm_keys():
     assert BipedalWalkerEnv({})._train_reward(-100.0) == -100.0
     assert MujocoEnv({'env_id': 'Hopper-v5', 'norm_reward': {'use_norm': True}})._cfg.norm_reward.use_norm  # learned
 
+
+
+PACKAGE = '''
+import gymnasium as gym
+import numpy as np
+
+
+class ToyEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, fail=False):
+        assert not fail
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), -float(np.abs(action).sum()), False, False, {}
+
+
+gym.register('ToyPackaged-v0', entry_point=ToyEnv, max_episode_steps=10)
+'''
+
+
+def test_envs_of_another_package_by_its_name_or_import_names_and_clear_errors(tmp_path, monkeypatch):
+    """gymnasium's 'package:EnvId' imports the package; an id nobody registered says how to bring its package in; an
+    env whose constructor fails names itself, its package and the error."""
+    from tests.conftest import TINY_CREATE, TINY_PENDULUM
+    from entry import serial_pipeline
+    (tmp_path / 'toy_pkg_xyz.py').write_text(PACKAGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    main = dict(TINY_PENDULUM, exp_name=str(tmp_path / 'toy'))
+    main['env'] = dict(main['env'], env_id='toy_pkg_xyz:ToyPackaged-v0', env_kwargs=dict())
+    main['policy'] = dict(main['policy'], model=dict(obs_shape=2, action_shape=1))
+    serial_pipeline((main, dict(TINY_CREATE, env=dict(type='gymnasium'))), seed=0, max_train_iter=2)
+    with pytest.raises(ValueError, match=r"'MiniGrid-Empty-5x5-v0'.*its package \('minigrid', pip install it\)"
+                                         r".*create_config.env.import_names \(\['minigrid'\]\).*"
+                                         r"'minigrid:MiniGrid-Empty-5x5-v0'"):
+        GymnasiumEnv(dict(env_id='MiniGrid-Empty-5x5-v0'))
+    with pytest.raises(ValueError, match=r"cannot make gymnasium env 'ToyPackaged-v0' \(package 'toy_pkg_xyz'.*\): "
+                                         r"its constructor raised AssertionError \(no message\)"):
+        GymnasiumEnv(dict(env_id='ToyPackaged-v0', env_kwargs=dict(fail=True)))
+
+
+def test_a_users_env_failing_an_assertion_in_its_constructor_says_where(tmp_path):
+    from envs.adapt import adapted_env
+
+    class Strict:  # a user's env class
+        def __init__(self, cfg):
+            assert cfg.get('size', 0) > 0
+
+    with pytest.raises(ValueError, match=r"(?s)env .*Strict failed to build: AssertionError.* at .*test_gymnasium_env.py:\d+ "
+                                         r"\(assert cfg.get\('size', 0\) > 0\)"):
+        adapted_env(Strict, cfg={})
