@@ -110,6 +110,10 @@ def find_resume_point(where: str) -> str:
     ``ckpt/latest`` names the newest complete checkpoint. Temp files a kill left behind are removed."""
     if os.path.isfile(where):
         return where
+    if not os.path.exists(where):
+        raise FileNotFoundError(f"nothing to resume: no checkpoint file or run folder {where!r}; run without "
+                                f"--resume to start a new run, or give --resume a run folder (its ckpt/latest is "
+                                f"continued) or a checkpoint in its ckpt/")
     ckpt_dir = where if os.path.basename(os.path.normpath(where)) == 'ckpt' else os.path.join(where, 'ckpt')
     latest = os.path.join(ckpt_dir, LATEST)
     if not os.path.isfile(latest):

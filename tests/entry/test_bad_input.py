@@ -79,6 +79,9 @@ CASES = {
     'foreign checkpoint': ({}, {}, ['-m', 'eval', '--load-path', 'FILE:other.pt:foreign'],
                            "is not a ding_lite checkpoint (expected a dict with a 'model' entry)"),
     'nothing to resume': ({}, {}, ['-m', 'serial', '--resume'], 'nothing to resume'),
+    'resume a missing file': ({}, {}, ['-m', 'serial', '--resume', 'run/ckpt/iteration_99999.pth.tar'],
+                              "nothing to resume: no checkpoint file or run folder "
+                              "'run/ckpt/iteration_99999.pth.tar'"),
     'truncated resume': ({}, {}, ['-m', 'serial', '--resume', 'FILE:cut.pth.tar:truncated'],
                          'is not a readable torch file'),
     'missing demonstrations': ({}, {}, ['-m', 'serial_sqil', '--expert-data-path', 'FILE:none.pt:missing'],

@@ -113,7 +113,7 @@ def test_resume_from_the_end_continues_counters_and_buffer(tmp_path):
 
 
 def test_resume_errors_are_clear(tmp_path, capsys):
-    with pytest.raises(FileNotFoundError, match=r'nothing to resume: .*ckpt/latest does not exist'):
+    with pytest.raises(FileNotFoundError, match=r"nothing to resume: no checkpoint file or run folder '.*never'"):
         serial_pipeline(_cfg(tmp_path / 'never'), resume=True)
     assert not (tmp_path / 'never').exists()  # no fresh run in a new folder
     serial_pipeline(_cfg(tmp_path / 'run'), seed=0, max_train_iter=10)
