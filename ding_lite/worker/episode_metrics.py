@@ -8,11 +8,17 @@ import numpy as np
 from ..data.collate import to_reward
 
 SUCCESS_KEY = 'is_success'                  # gymnasium-robotics' and SB3's key, kept whenever an env reports it
+SUCCESS_ALIASES = ('success',)              # the same meaning under another key (gymnasium-robotics' PointMaze)
 LOGGED_AS = {SUCCESS_KEY: 'success_rate'}   # SB3's name for its average
 
 
 def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[str, float]:
-    """The numeric values of ``keys`` (and ``is_success``) in an episode's last ``info``; others are skipped."""
+    """The numeric values of ``keys`` (and ``is_success``, or its alias ``success``) in an episode's last ``info``;
+    others are skipped."""
+    info = info or {}
+    alias = next((key for key in SUCCESS_ALIASES if key in info), None)
+    if SUCCESS_KEY not in info and alias is not None:
+        info = {**info, SUCCESS_KEY: info[alias]}
     metrics = {}
     for key in dict.fromkeys([*keys, SUCCESS_KEY]):
         value = (info or {}).get(key)

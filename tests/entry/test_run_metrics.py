@@ -68,6 +68,22 @@ def test_success_rate_and_info_metrics_reach_the_logs_and_evaluator_csv(tmp_path
     assert missing.returncode != 0 and "has no column 'succes_rate'" in missing.stderr
 
 
+class MazeSuccess(gym.Wrapper):
+    """Reports success as gymnasium-robotics' PointMaze does: info['success'], every step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, dict(info, success=True)
+
+
+def test_info_success_is_logged_as_the_success_rate_too(tmp_path):
+    main, create = _cfg(tmp_path)
+    main['env']['wrappers'] = [f'{__name__}.MazeSuccess']
+    serial_pipeline((main, create), seed=0, max_train_iter=2)
+    rows = list(csv.DictReader(open(f'{main["exp_name"]}/log/evaluator.csv')))
+    assert rows and all(float(r['success_rate']) == 1.0 for r in rows) and 'success' not in rows[0]
+
+
 def test_a_metric_that_appears_later_widens_evaluator_csv(tmp_path):
     evaluator = InteractionSerialEvaluator(None, None, None, exp_name=str(tmp_path))
     evaluator.record([1.0, 3.0], train_iter=0, envstep=0)
