@@ -188,19 +188,24 @@ def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[
                   progress: RunProgress | None) -> bool:
     """Evaluate if due, then collect a round into the buffer and set the round's learn steps; True where the run
     reached its stop value (nothing collected then). ``progress``: the bar to show it on, if any."""
-    learner, collector, evaluator, timer = run.learner, run.collector, run.evaluator, run.timer
-    if evaluator.should_eval(learner.train_iter):
-        with timer.phase('eval'):
-            stop, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
-        show_eval(progress, info)
-        if stop:
-            return True
+    learner, collector, timer = run.learner, run.collector, run.timer
+    if run.evaluator.should_eval(learner.train_iter) and evaluate(run, progress):
+        return True
     with timer.phase('collect'):
         batch = collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter)
     store_round(cfg, run, batch, after_collect, progress)
     if isinstance(collector, OverlappedCollector):  # the next round, collected while this one's updates run
         collector.prefetch(cfg.policy.collect.n_sample, learner.train_iter)
     return False
+
+
+def evaluate(run: SimpleNamespace, progress: RunProgress | None) -> bool:
+    """An evaluation of the run's policy now (shown on ``progress``); whether it reached the stop value."""
+    learner = run.learner
+    with run.timer.phase('eval'):
+        stop, info = run.evaluator.eval(learner.save_checkpoint, learner.train_iter, run.collector.envstep)
+    show_eval(progress, info)
+    return stop
 
 
 def show_eval(progress: RunProgress | None, info: dict[str, float]) -> None:
