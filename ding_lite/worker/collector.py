@@ -15,7 +15,7 @@ from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
 from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics
-from .finite_check import env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
+from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
@@ -99,8 +99,12 @@ class _SerialCollector:
         self._obs_pool.update(obs)
         self._output_pool.update(output)
         # envs get numpy actions, as DI-engine's collector hands them out (and a row's .numpy() is a view)
-        timesteps = self._env.step({i: to_ndarray(out['action']) for i, out in output.items()})
+        actions = {i: to_ndarray(out['action']) for i, out in output.items()}
+        timesteps = self._env.step(actions)
         obs, output, steps = self._obs_pool, self._output_pool, []
+        stepped = timesteps.values()  # one check per field for all envs; per transition only on a failure
+        checked = all_finite([t.reward for t in stepped]) and all_finite([t.obs for t in stepped]) and \
+            all_finite([to_ndarray(obs[i]) for i in timesteps]) and all_finite([actions[i] for i in timesteps])
         for env_id, timestep in timesteps.items():
             info = timestep.info
             if info.get('abnormal'):  # the env was restarted: drop the broken episode, store nothing
@@ -113,7 +117,7 @@ class _SerialCollector:
             terminated = done and not info.get('TimeLimit.truncated', False)
             raw = {'reward': reward, 'obs': obs[env_id], 'next_obs': timestep.obs, 'action': output[env_id]['action']}
             transition = None
-            if nonfinite_fields(raw):
+            if not checked and nonfinite_fields(raw):
                 self._drop_nonfinite(env_id, raw, len(steps))
             else:
                 transition = self._policy.process_transition(obs[env_id], output[env_id],

@@ -58,6 +58,12 @@ class Framework:
         self.buffer.push(self.collector.collect_batch(10))
         return self.collector.envstep - before
 
+    def collect_list(self) -> int:
+        """DI-engine's list API, as a hand-written loop uses it: ``collect()``'s transition dicts into the buffer."""
+        before = self.collector.envstep
+        self.buffer.push(self.collector.collect(10))
+        return self.collector.envstep - before
+
     def evaluate(self) -> int:
         return len(self.evaluator.run_episodes()) * 200
 
@@ -119,13 +125,14 @@ def run(seconds: float = 2.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(
                 framework = Framework(env_id, manager, os.path.join(tmp, f'{env_id}_{manager}'))
                 raw = Raw(env_id, framework.policy._collect_model, framework.policy._eval_model)
                 for name, fw, bare in (('collect', framework.collect, raw.collect),
+                                       ('collect() list API', framework.collect_list, raw.collect),
                                        ('evaluate', framework.evaluate, raw.evaluate)):
-                    if name == 'evaluate' and manager not in ('base', 'envpool'):
+                    if name != 'collect' and manager not in ('base', 'envpool'):
                         continue
                     fw(), bare()
                     pairs = [(_rate(fw, seconds), _rate(bare, seconds)) for _ in range(rounds)]
                     ratio = sorted(f / b for f, b in pairs)[rounds // 2]
-                    print(f"{name}, {env_id}, {manager} manager, {10 if name == 'collect' else 5} envs: framework "
+                    print(f"{name}, {env_id}, {manager} manager, {5 if name == 'evaluate' else 10} envs: framework "
                           f"{max(f for f, _ in pairs):.0f} env steps/s, raw gymnasium loop "
                           f"{max(b for _, b in pairs):.0f}/s, ratio {ratio:.2f}", flush=True)
                 framework.close()

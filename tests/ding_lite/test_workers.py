@@ -275,3 +275,28 @@ def test_evaluator_stops_at_a_non_finite_observation_or_drops_that_episode(setup
     evaluator.on_nonfinite = 'skip'
     with pytest.raises(RuntimeError, match='evaluation cannot finish'):  # env 1 never ends a clean episode
         evaluator.run_episodes()
+
+
+class _NaNEveryThird(PendulumEnv):
+    """Pendulum whose every third step returns a NaN reward."""
+
+    def step(self, action):
+        timestep = super().step(action)
+        self._calls = getattr(self, '_calls', 0) + 1
+        return timestep._replace(reward=float('nan')) if self._calls % 3 == 0 else timestep
+
+
+def test_the_list_api_checks_each_step_once_and_still_names_or_drops_a_bad_transition(setup):
+    """DI-engine's ``collect()`` checks every field of all envs at once per step, and a step with a NaN still
+    raises naming the env and field, or with ``on_nonfinite='skip'`` drops just that transition."""
+    from ding_lite.worker import NonFiniteEnvError
+    cfg, policy = setup
+    make = lambda: BaseEnvManager([partial(_NaNEveryThird, {'env_kwargs': {'max_episode_steps': 20}})] * 2)  # noqa
+    collector = SampleSerialCollector(cfg.policy.collect.collector, make(), policy.collect_mode, exp_name=cfg.exp_name)
+    with pytest.raises(NonFiniteEnvError, match=r"env .*\(env [01]\) returned a non-finite reward .*reward=nan"):
+        collector.collect(n_sample=8)
+    collector = SampleSerialCollector(cfg.policy.collect.collector, make(), policy.collect_mode, exp_name=cfg.exp_name)
+    collector.on_nonfinite = 'skip'
+    data = collector.collect(n_sample=12)
+    assert collector.nonfinite_dropped == 4 and len(data) == 12  # 8 steps of each env, 2 of them NaN
+    assert all(torch.isfinite(torch.as_tensor(t['reward'])).all() for t in data)
