@@ -146,8 +146,11 @@ class _ExportedActor(nn.Module):
         bounds = (scaler.low, scaler.half_range) if scaler is not None else (None, None)
         self.register_buffer('low', None if bounds[0] is None else torch.as_tensor(bounds[0]))
         self.register_buffer('half_range', None if bounds[1] is None else torch.as_tensor(bounds[1]))
+        self._dtype = next(p.dtype for p in policy.model.parameters() if p.is_floating_point())
 
     def forward(self, obs: Tensor, state: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        if obs.is_floating_point():  # an env's float64 observations, as the run's adapter cast them (traced as a cast)
+            obs = obs.to(self._dtype)
         memory = self._policy.memory
         output = self._policy._forward_eval_batch(obs, **({'memory': _memory_inputs(memory, state)} if memory else {}))
         action = output['action']

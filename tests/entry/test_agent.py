@@ -81,6 +81,29 @@ def test_export_runs_with_torch_alone_and_acts_as_predict(tmp_path):
     assert blocked.returncode != 0  # the check above really ran without ding_lite
 
 
+class Float64Obs(gym.ObservationWrapper):
+    """Pendulum with a float64 Box observation, as many custom envs declare theirs."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Box(env.observation_space.low.astype(np.float64),
+                                                env.observation_space.high.astype(np.float64), dtype=np.float64)
+
+    def observation(self, obs):
+        return obs.astype(np.float64)
+
+
+def test_an_exported_actor_takes_the_envs_float64_observations(tmp_path):
+    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
+    main.exp_name, main.env.wrappers = str(tmp_path / 'run'), [f'{__name__}.Float64Obs']
+    serial_pipeline((main, EasyDict(copy.deepcopy(TINY_CREATE))), seed=0, max_train_iter=4)
+    run = main.exp_name  # no normaliser: nothing else casts them
+    actor = torch.jit.load(load_policy(run).export(str(tmp_path / 'actor.pt')))
+    obs = np.random.default_rng(0).uniform(-1, 1, (4, 3))                  # float64, as gymnasium's Box(float64) gives
+    np.testing.assert_allclose(actor(torch.as_tensor(obs)).numpy(), load_policy(run).predict(obs), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_load_policy_errors_name_what_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no checkpoint .*ckpt_best.pth.tar: give a run folder"):
         load_policy(str(tmp_path))
