@@ -141,6 +141,7 @@ def check(cfg: Any, policy_cls: type, pipeline: Pipeline | None = None) -> None:
     if pipeline is not None and not pipeline.learns:
         return
     on = enabled(cfg)
+    present = set(on)
     name = f"policy {cfg.policy.type!r} ({policy_cls.__name__})"
     declared = policy_capabilities(policy_cls)
     for feature in (f for f in on if f in POLICY_FEATURES and f not in declared):
@@ -150,7 +151,7 @@ def check(cfg: Any, policy_cls: type, pipeline: Pipeline | None = None) -> None:
                           f"'discrete_sac'), or leave {FEATURES[feature].key} unset; a subclass of yours supports "
                           f"it once it declares it in its capabilities")
     for pair, why in CONFLICTS.items():
-        if pair <= set(on):
+        if pair <= present:
             first, second = sorted(pair, key=list(FEATURES).index)
             raise ConfigError(f"{FEATURES[first].key} ({FEATURES[first].label}) with {FEATURES[second].key} "
                               f"({FEATURES[second].label}): refused: {why}")

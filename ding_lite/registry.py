@@ -73,8 +73,12 @@ def _import(name: str) -> None:
         return
     spec = importlib.util.find_spec(name)
     origin = spec.origin if spec is not None else None
-    tree = ast.parse(open(origin).read(), origin) if origin and origin.endswith('.py') else None
-    training = _training_statements(tree) if tree is not None else []
+    if not (origin and origin.endswith('.py')):
+        importlib.import_module(name)
+        return
+    with open(origin) as source:
+        tree = ast.parse(source.read(), origin)
+    training = _training_statements(tree)
     if not training:
         importlib.import_module(name)
         return

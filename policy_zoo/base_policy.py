@@ -228,7 +228,7 @@ class Policy:
         the collector's columnar path both come here."""
         kwargs = self._collect_kwargs(obs, **kwargs)
         output = self._collect_act(obs, **kwargs)
-        self._recent_outputs.append((output, kwargs))
+        self.record_collect(output, kwargs)
         return output
 
     def _collect_kwargs(self, obs: Any, **kwargs: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ class DiscreteSACPolicy(SACPolicy):
     collect_wrapper: ClassVar[str] = 'eps_greedy_multinomial_sample'
     eval_wrapper: ClassVar[str] = 'argmax_sample'
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
-    capabilities = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
+    capabilities = SACPolicy.capabilities  # its hooks take sequences and reward heads as SAC's do
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(
         type='discrete_sac',                 # the registered policy name

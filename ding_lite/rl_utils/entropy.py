@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .optim import FusedAdam, load_optimizer, make_adam  # noqa: F401  (FusedAdam: its old home)
+from .optim import load_optimizer, make_adam
 
 _LOG2 = math.log(2.0)
 

@@ -21,7 +21,7 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
         info = {**info, SUCCESS_KEY: info[alias]}
     metrics = {}
     for key in dict.fromkeys([*keys, SUCCESS_KEY]):
-        value = (info or {}).get(key)
+        value = info.get(key)
         if isinstance(value, (bool, int, float, np.bool_, np.number)) or \
                 (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
             metrics[key] = float(np.asarray(value).reshape(()))

@@ -17,7 +17,7 @@ from policy_zoo import Policy
 from .config_input import compile_run
 from .cpu_threads import learner_threads
 from .life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
-from .steps import NO_LIMIT, already_finished, begin_run, build_serial, load_demo_buffer
+from .steps import NO_LIMIT, already_finished, begin_run, buffer_settings, build_serial, load_demo_buffer
 
 
 def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -65,8 +65,8 @@ def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> Re
     if isinstance(want, int) and obs is not None and tuple(obs.shape[1:]) != (want,):
         raise ValueError(f"{path} holds observations of shape {tuple(obs.shape[1:])}, but the model's obs_shape is "
                          f"{want}")
-    settings = {k: v for k, v in cfg.policy.other.replay_buffer.items() if k not in ('type', 'her')}
-    data = type(buffer)({**settings, 'replay_buffer_size': int(state['count']), 'device': str(buffer.device)})
+    data = type(buffer)({**buffer_settings(cfg), 'replay_buffer_size': int(state['count']),
+                         'device': str(buffer.device)})
     data.load_state_dict(state, path)
     return data
 

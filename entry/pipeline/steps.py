@@ -143,12 +143,12 @@ def load_demo_buffer(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str,
     """The demonstrations of ``path`` on ``buffer``'s device, checked against this run's ``env`` and model; in a
     plain buffer, or ``like`` the run's own (its type and settings: prioritized where it is)."""
     discrete = get_policy_cls(cfg.policy).action_space_type == 'discrete'
-    buffer_cls, buffer_cfg = (type(buffer), _settings(cfg)) if like else (ReplayBuffer, None)
+    buffer_cls, buffer_cfg = (type(buffer), buffer_settings(cfg)) if like else (ReplayBuffer, None)
     return demo_buffer(path, buffer_cls, cfg.policy, getattr(env, 'env_id', None), discrete,
                        device=str(buffer.device), buffer_cfg=buffer_cfg)
 
 
-def _settings(cfg: EasyDict) -> dict[str, Any]:
+def buffer_settings(cfg: EasyDict) -> dict[str, Any]:
     """The run's replay buffer settings, less what sizes and places it."""
     return {k: v for k, v in cfg.policy.other.replay_buffer.items() if k not in ('replay_buffer_size', 'device',
                                                                                   'type', 'her')}

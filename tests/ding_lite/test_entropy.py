@@ -9,7 +9,7 @@ from torch import nn
 from torch.distributions import Normal, TanhTransform, TransformedDistribution
 
 from ding_lite.rl_utils import Temperature, tanh_gaussian_sample
-from ding_lite.rl_utils.entropy import FusedAdam, make_adam
+from ding_lite.rl_utils.optim import FusedAdam, make_adam
 
 
 def test_tanh_gaussian_log_prob_matches_torch_distribution():
