@@ -113,7 +113,7 @@ class GymnasiumEnv(BaseEnv):
         """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s) inside the config's wrappers,
         frames stacked if asked, observations adapted for the models (``ObsAdapter``)."""
         try:
-            env = gym.make(self._gym_id, **self._make_kwargs, **kwargs)
+            env = gym.make(self._gym_id, **{**self._make_kwargs, **kwargs})  # kwargs win (a video's render_mode)
         except Exception as error:  # the id's package, or its env's constructor: named with the upstream error
             raise ValueError(make_error(self._gym_id, error)) from error
         env = apply_wrappers(env, self._cfg.wrappers)
@@ -241,17 +241,24 @@ class GymnasiumEnv(BaseEnv):
         self._env.close()
 
     def enable_save_replay(self, replay_path: str) -> None:
-        """Record every episode from now on as an mp4 in ``replay_path`` (DI-engine's name): the env is made again
-        rendering to frames, under gymnasium's ``RecordVideo``, which needs moviepy (the ``video`` extra)."""
+        """Record every episode from now on as an mp4 in ``replay_path`` (DI-engine's name) under gymnasium's
+        ``RecordVideo``, which needs moviepy (the ``video`` extra). An env already rendering to frames
+        (``env_kwargs.render_mode='rgb_array'``, as render-observation wrappers need) is recorded as it is; any other
+        is made again with that render mode in place of its own."""
         os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')  # frames off screen: no display (nor XDG_RUNTIME_DIR)
         os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
+        rendering = self._env.render_mode == 'rgb_array'
+        env = self._env if rendering else self._make(render_mode='rgb_array')
         try:
-            recorder = gym.wrappers.RecordVideo(self._make(render_mode='rgb_array'), video_folder=replay_path,
-                                                episode_trigger=lambda _: True, disable_logger=True)
+            recorder = gym.wrappers.RecordVideo(env, video_folder=replay_path, episode_trigger=lambda _: True,
+                                                disable_logger=True)
         except gym.error.DependencyNotInstalled as error:
+            if not rendering:
+                env.close()
             raise ImportError(f"recording videos of {self._gym_id!r} needs {error.args[0].split(' is not')[0]}: "
                               f"pip install 'ding-lite[video]' (gymnasium says: {error})") from None
-        self._env.close()
+        if not rendering:
+            self._env.close()
         self._env = recorder
 
     @property

@@ -98,6 +98,11 @@ def test_eval_episodes_and_replay_videos(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / 'one').iterdir()) == ['env0']
     assert f"videos: {tmp_path / 'one' / 'env0'}\n" in capsys.readouterr().out
     assert not [w for w in caught if 'Unable to save last video' in str(w.message)]
+    # a config that renders already (render_mode in env_kwargs, as pixel wrappers need it) records as well
+    assert main(['-m', 'eval', '-c', str(path), '--load-path', ckpt, '--episodes', '1', '--replay-path',
+                 str(tmp_path / 'rgb'), '--set', "env.env_kwargs={'max_episode_steps': 20, 'render_mode': 'rgb_array'}"]
+                ) == 0
+    assert len(list((tmp_path / 'rgb').rglob('*.mp4'))) == 1
 
 
 def test_replay_without_moviepy_and_eval_flags_elsewhere_are_clear(tmp_path, capsys, monkeypatch):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -154,3 +155,48 @@ def test_a_users_env_failing_an_assertion_in_its_constructor_says_where(tmp_path
     with pytest.raises(ValueError, match=r"(?s)env .*Strict failed to build: AssertionError.* at .*test_gymnasium_env.py:\d+ "
                                          r"\(assert cfg.get\('size', 0\) > 0\)"):
         adapted_env(Strict, cfg={})
+
+
+class _Dot(gym.Env):
+    """A 16x16 picture of a dot that moves with the action: renders to frames, and nothing else."""
+
+    metadata = {'render_modes': ['rgb_array'], 'render_fps': 30}
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, render_mode=None):
+        self.render_mode, self.x = render_mode, 0.0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = 0.0
+        return np.array([self.x], np.float32), {}
+
+    def step(self, action):
+        self.x = float(np.clip(self.x + 0.1 * float(action[0]), -1, 1))
+        return np.array([self.x], np.float32), -abs(self.x), False, False, {}
+
+    def render(self):
+        frame = np.zeros((16, 16, 3), np.uint8)
+        frame[8, int((self.x + 1) * 7.5)] = 255
+        return frame
+
+
+def test_videos_of_an_env_rendering_to_frames_for_its_observations(tmp_path):
+    """A pixel env (``AddRenderObservation``, which needs ``render_mode='rgb_array'`` in ``env_kwargs``) records its
+    episodes as they are: the env is not made twice with two render modes."""
+    pytest.importorskip('moviepy', reason="recording videos needs moviepy: pip install 'ding-lite[video]'")
+    gym.register('DotPixels-v0', entry_point=_Dot, max_episode_steps=6)
+    env = GymnasiumEnv(dict(env_id='DotPixels-v0', env_kwargs=dict(render_mode='rgb_array'),
+                            wrappers=['AddRenderObservation']))
+    inner = env._env
+    env.enable_save_replay(str(tmp_path / 'v'))
+    assert env._env.env is inner  # recorded as it is
+    env.seed(0)
+    assert env.reset().shape == (3, 16, 16)  # frames as CHW images
+    done = False
+    while not done:
+        done = env.step(np.array([0.5], np.float32)).done
+    env.close()
+    videos = list((tmp_path / 'v').glob('*.mp4'))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
