@@ -508,10 +508,21 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
                                    docs)
         getattr(manager_cls, 'check_config', lambda cfg: None)(env.manager)
     _check_free_values(env, 'env')
+    _check_env_id(env.get('env_id'))
     reward_clip_bounds(env.get('reward_clip'))
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
     return env
+
+
+def _check_env_id(env_id: Any) -> None:
+    """``env.env_id`` is an id (a str); envs made in Python go to a pipeline's ``env_setting``."""
+    if env_id is None or isinstance(env_id, str):
+        return
+    raise ConfigError(f"env.env_id must be a gymnasium id (a str such as 'Pendulum-v1'), got a {type(env_id).__name__}"
+                      f": give envs made in Python as serial_pipeline(cfg, env_setting=...) (a gymnasium VectorEnv, "
+                      f"or a list of envs or factories), or set env.env_id to the id and env.collector_env_num to "
+                      f"the number of envs (create_config.env_manager.type='subprocess' for a process each)")
 
 
 def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:

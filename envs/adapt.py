@@ -34,6 +34,42 @@ def _channels(size: int) -> bool:
     return 1 <= size <= 4
 
 
+_SUPPORTED = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
+              gym.spaces.Dict, gym.spaces.Tuple)
+_WHY = {'Text': 'text, which would be trained on as character codes',
+        'MissionSpace': "text (MiniGrid's mission), which would be trained on as character codes",
+        'Graph': 'a graph of varying size, which needs a graph network the SAC family does not have',
+        'Sequence': 'a sequence of varying length, which no fixed-size model takes'}
+
+
+def _unsupported(space: gym.Space, path: str = '') -> tuple[str, gym.Space] | None:
+    """``(where, sub-space)`` of the first part of ``space`` the models cannot take (text, graphs, sequences)."""
+    if isinstance(space, gym.spaces.Dict):
+        parts = [(f"{path}[{key!r}]", sub) for key, sub in space.spaces.items()]
+    elif isinstance(space, gym.spaces.Tuple):
+        parts = [(f"{path}[{i}]", sub) for i, sub in enumerate(space.spaces)]
+    else:
+        return None if isinstance(space, _SUPPORTED) else (path, space)
+    return next((found for found in (_unsupported(sub, where) for where, sub in parts) if found), None)
+
+
+def _refuse_unsupported(space: gym.Space) -> None:
+    found = _unsupported(space)
+    if found is None:
+        return
+    where, sub = found
+    kind = type(sub).__name__
+    why = _WHY.get(kind, 'a space the models cannot take')
+    if not where:
+        raise ConfigError(f"the env's observation space is a {kind}: {why}; map it to a Box (numbers or an image) "
+                          f"with an observation wrapper in env.wrappers")
+    others = [k for k in space.spaces if f"[{k!r}]" != where] if isinstance(space, gym.spaces.Dict) else None
+    cure = (f"drop it with a wrapper in env.wrappers: dict(type='FilterObservation', filter_keys={others})"
+            + (", or for MiniGrid 'minigrid.wrappers.ImgObsWrapper' (the image alone)" if 'image' in others else '')
+            if others else "map it to a Box with an observation wrapper in env.wrappers")
+    raise ConfigError(f"observation{where} is a {kind}: {why}; {cure}")
+
+
 class ObsAdapter:
     """Maps an env's observations into what the models take: 1-D float vectors or ``[C, H, W]`` uint8 images.
 
@@ -48,6 +84,7 @@ class ObsAdapter:
     """
 
     def __init__(self, space: gym.Space) -> None:
+        _refuse_unsupported(space)
         self.source, self.space, self.how = space, space, None  # how: None leaves observations as they are
         self._convert: Callable[[Any], Any] | None = None
         if isinstance(space, gym.spaces.Dict) and 'action_mask' in space.spaces:
@@ -174,7 +211,8 @@ class AdaptedEnv(BaseEnv):
 
 
 def adapted_env(env_fn: Callable[..., BaseEnv], **kwargs: Any) -> BaseEnv:
-    """``env_fn(**kwargs)`` with its observations adapted (module level: it travels to env processes and Ray)."""
+    """``env_fn(**kwargs)`` with its observations adapted, a gymnasium env inside a ``GymnasiumEnv`` (module level: it
+    travels to env processes and Ray)."""
     try:
         env = env_fn(**kwargs)
     except AssertionError as error:  # often without a message: where it failed is the lead
@@ -182,6 +220,9 @@ def adapted_env(env_fn: Callable[..., BaseEnv], **kwargs: Any) -> BaseEnv:
         name = getattr(env_fn, '__qualname__', type(env_fn).__name__)
         raise ValueError(f"env {name} failed to build: AssertionError{f': {error}' if str(error) else ''} at "
                          f"{frame.filename}:{frame.lineno} ({frame.line})") from error
+    if isinstance(env, gym.Env):  # a gymnasium env of a user's env_setting: the gymnasium adapter around it
+        from .gymnasium_env import GymnasiumEnv
+        return GymnasiumEnv(kwargs.get('cfg'), env=env)
     space = getattr(env, 'observation_space', None)
     if not isinstance(space, gym.Space):
         return env  # an env that declares no gymnasium space is taken at its word

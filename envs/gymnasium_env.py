@@ -11,6 +11,7 @@ from easydict import EasyDict
 
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_REGISTRY
+from ding_lite.utils.default_config import ConfigError
 from .adapt import AdaptObservation, ObsAdapter, apply_wrappers
 from .base_env import BaseEnv, BaseEnvTimestep
 
@@ -92,10 +93,15 @@ class GymnasiumEnv(BaseEnv):
         frame_stack=1,            # the last k observations stacked (after wrappers; image frames' channels); 1: none
     )
 
-    def __init__(self, cfg: dict | None = None) -> None:
+    def __init__(self, cfg: dict | None = None, env: gym.Env | None = None) -> None:
+        """The env of ``cfg.env_id``, or ``env`` (a gymnasium env a user made: wrapped as it is, ``env_id`` and
+        ``env_kwargs`` unused)."""
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
-        env_id, kwargs = self.resolve_id(self._cfg)
-        self._gym_id, self._make_kwargs = env_id, kwargs
+        self._given = env
+        if env is None:
+            self._gym_id, self._make_kwargs = self.resolve_id(self._cfg)
+        else:
+            self._gym_id, self._make_kwargs = env.spec.id if env.spec else type(env.unwrapped).__name__, {}
         self._env = self._make()
         space = self._env.action_space
         self._box = isinstance(space, gym.spaces.Box)
@@ -112,14 +118,24 @@ class GymnasiumEnv(BaseEnv):
     def _make(self, **kwargs: Any) -> gym.Env:
         """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s) inside the config's wrappers,
         frames stacked if asked, observations adapted for the models (``ObsAdapter``)."""
-        try:
-            env = gym.make(self._gym_id, **{**self._make_kwargs, **kwargs})  # kwargs win (a video's render_mode)
-        except Exception as error:  # the id's package, or its env's constructor: named with the upstream error
-            raise ValueError(make_error(self._gym_id, error)) from error
+        if self._given is not None and not kwargs:
+            env = self._given
+        elif self._given is not None and self._given.spec is None:
+            raise ValueError(f"env {self._gym_id} was given as an env without a gymnasium spec: it cannot be made "
+                             f"again with {kwargs}; make it so yourself (e.g. render_mode='rgb_array' for videos)")
+        else:
+            try:  # kwargs win (a video's render_mode)
+                env = gym.make(self._given.spec if self._given else self._gym_id, **{**self._make_kwargs, **kwargs})
+            except Exception as error:  # the id's package, or its env's constructor: named with the upstream error
+                raise ValueError(make_error(self._gym_id, error)) from error
         env = apply_wrappers(env, self._cfg.wrappers)
         if self._cfg.frame_stack > 1:
             env = gym.wrappers.FrameStackObservation(env, int(self._cfg.frame_stack))
-        adapter = ObsAdapter(env.observation_space)
+        try:
+            adapter = ObsAdapter(env.observation_space)
+        except ConfigError as error:
+            env.close()
+            raise ConfigError(f"env {self._gym_id!r}: {error}") from None
         self.obs_adapter = adapter  # what load_policy applies to the observations a user gives
         if adapter.identity:
             return env

@@ -181,8 +181,9 @@ class FCEncoder(nn.Module):
 class ConvEncoder(nn.Module):
     """Images ``[C, H, W]`` -> features: a conv layer per entry of ``hidden_size_list`` but the last, flattened, then
     a ``Linear`` to the last entry. Kernels and strides are DI-engine's ConvEncoder defaults (8, 4, 3 and 4, 2, 1;
-    a fourth layer on repeats the last) unless given. Integer (uint8) pixels are scaled to [0, 1] here, so buffers
-    keep them as uint8."""
+    a fourth layer on repeats the last) unless given; an image too small for those gets 3x3 kernels of stride 1
+    (then 1x1 where it has shrunk to a pixel), so any image of at least 1x1 fits. Integer (uint8) pixels are scaled
+    to [0, 1] here, so buffers keep them as uint8."""
 
     def __init__(self, obs_shape: list[int], hidden_size_list: list[int], activation: str | nn.Module,
                  kernel_size: list[int] | None = None, stride: list[int] | None = None) -> None:
@@ -193,6 +194,8 @@ class ConvEncoder(nn.Module):
         n = len(hidden_size_list) - 1
         kernels, strides = _per_layer(kernel_size, [8, 4, 3], n, 'kernel_size'), _per_layer(stride, [4, 2, 1], n,
                                                                                              'stride')
+        if kernel_size is None and stride is None and not _fits(min(obs_shape[1:]), kernels, strides):
+            kernels, strides = _small_image_layers(min(obs_shape[1:]), n)
         layers: list[nn.Module] = []
         channels = obs_shape[0]
         for out_channels, kernel, step in zip(hidden_size_list[:-1], kernels, strides):
@@ -247,6 +250,24 @@ def _per_layer(given: list[int] | int | None, default: list[int], n: int, name: 
         raise ValueError(f"encoder_{name}={given!r}: expected {n} positive ints, one per conv layer "
                          f"(encoder_hidden_size_list has {n} conv channels and a feature size)")
     return values
+
+
+def _fits(side: int, kernels: list[int], strides: list[int]) -> bool:
+    for kernel, step in zip(kernels, strides):
+        if side < kernel:
+            return False
+        side = (side - kernel) // step + 1
+    return True
+
+
+def _small_image_layers(side: int, n: int) -> tuple[list[int], list[int]]:
+    """Kernels and strides for an image too small for DI-engine's defaults: 3x3 kernels of stride 1 while the side
+    allows (each takes 2 pixels off it), then 1x1."""
+    kernels = []
+    for _ in range(n):
+        kernels.append(min(3, side))
+        side -= kernels[-1] - 1
+    return kernels, [1] * n
 
 
 def _too_small(obs_shape: list[int], kernels: list[int], strides: list[int]) -> str:

@@ -23,7 +23,8 @@ from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator
 from ding_lite.worker.collector import log_episodes
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
-from envs import BaseEnvManager, get_vec_env_setting
+from envs import BaseEnvManager
+from envs.from_gym import vec_env_setting
 from envs.adapt import adapted_env
 from policy_zoo import Policy
 from ..pipeline.config_input import compile_run
@@ -84,7 +85,7 @@ def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | N
                    save_cfg: bool = True) -> SimpleNamespace:
     """The driver's side of a parallel run: the policy, learner, replay buffer (on the learner's device), the
     evaluator's bookkeeping; the env setting and spaces are checked on one env here."""
-    env_setting = tuple(env_setting or get_vec_env_setting(cfg.env))
+    env_setting = vec_env_setting(cfg.env, env_setting)
     env_fn, collector_cfgs, _ = env_setting
     probe = BaseEnvManager([partial(adapted_env, env_fn, cfg=collector_cfgs[0])])
     try:
@@ -151,7 +152,8 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     driver = Driver(cfg, run, max_env_step)
     # a lost actor past its restarts, a lost connection (between learn steps): a resume point first
     fatal = (ActorFailure, ConnectionError, import_ray().exceptions.RayError)
-    with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter) as driver.bar, \
+    with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter,
+                     max_train_iter=max_train_iter) as driver.bar, \
             resume_point_on(learner, fatal, cfg), naming_resume_point(learner):
         for slot in run.pool.collectors:
             driver.request_collect(slot)

@@ -42,8 +42,10 @@ def _action_size(policy_cfg: EasyDict, space: gym.Space, name: str) -> int:
     if kind == 'discrete' and isinstance(space, gym.spaces.Discrete):
         return int(space.n)
     if isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)):
-        hint = 'flatten it with a wrapper in env.wrappers' if isinstance(space, gym.spaces.Box) and \
-            kind == 'continuous' else f"use policy {other}"
+        hint = ("it acts in a 1-D Box: an action of several dims needs an action wrapper in env.wrappers; N envs "
+                "stepping together (a vector env) go separately: env_setting=the VectorEnv or a list of factories, "
+                "or env.collector_env_num=N") if isinstance(space, gym.spaces.Box) and kind == 'continuous' \
+            else f"use policy {other}"
     else:  # MultiDiscrete, MultiBinary, Dict, Tuple, ...
         hint = ("the SAC family acts in a 1-D Box ('sac') or a Discrete space ('discrete_sac'); map the env's "
                 "actions to one with a gymnasium action wrapper in env.wrappers")

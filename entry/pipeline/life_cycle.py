@@ -24,6 +24,7 @@ from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, NonFiniteE
 from ding_lite.worker.logger import build_logger, format_scalars, write_scalars
 
 LINE_SECONDS = 60.0  # without a terminal, a progress line at least this often
+LONG_SECONDS = 1800.0  # a run with no budget still short of its stop value after this long says so
 COMMAND: list[str] | None = None  # the command line that started the run (set by the CLI), for resume hints
 
 
@@ -112,10 +113,12 @@ def graceful_interrupt() -> Iterator[threading.Event]:
 class RunProgress:
     """The run's sign of life: on a terminal a tqdm bar of env steps with the last evaluation return; elsewhere
     (a log file, a cluster job) a plain line on stderr at each evaluation and at least once a minute: env steps,
-    iteration, last eval return, env steps/s. Takes tqdm's ``n``, ``update`` and ``set_postfix``."""
+    iteration, last eval return, env steps/s. A run with no budget (neither ``max_env_step`` nor ``max_train_iter``)
+    that has not reached its stop value after ``LONG_SECONDS`` says so on both. Takes tqdm's ``n``, ``update`` and
+    ``set_postfix``."""
 
     def __init__(self, cfg: EasyDict, envstep: int, max_env_step: int, train_iter: Callable[[], int],
-                 stream: TextIO | None = None, name: str | None = None) -> None:
+                 stream: TextIO | None = None, name: str | None = None, max_train_iter: int | None = None) -> None:
         self._stream = stream or sys.stderr
         self._tty = bool(getattr(self._stream, 'isatty', lambda: False)())
         total = max_env_step if max_env_step < int(1e10) else None
@@ -126,6 +129,16 @@ class RunProgress:
         self.n = envstep
         self._start, self._start_step = time.monotonic(), envstep
         self._last_line, self._evaluated = self._start, False
+        no_budget = max_env_step >= int(1e10) and (max_train_iter is None or max_train_iter >= int(1e10))
+        self._no_budget = (cfg.get('env') or {}).get('stop_value') if no_budget else None
+
+    def _note(self) -> str:
+        """What a run with no budget, still going after ``LONG_SECONDS``, says (nothing otherwise)."""
+        minutes = (time.monotonic() - self._start) / 60
+        if self._no_budget is None or minutes * 60 < LONG_SECONDS:
+            return ''
+        return (f"; stop value {self._no_budget} not reached after {minutes:.0f} min and no budget set: "
+                f"--max-env-step N ends it")
 
     def update(self, steps: int) -> None:
         if self._evaluated:  # at the env step it evaluated at
@@ -138,14 +151,16 @@ class RunProgress:
     def set_postfix(self, eval_return: str | None = None) -> None:
         """A new evaluation: its line is printed at the next ``update`` (or ``close``), so the evaluations of one
         round (many seeds) share one line."""
-        self._bar.set_postfix(eval_return=eval_return, refresh=False)
+        note = self._note()
+        self._bar.set_postfix(eval_return=eval_return, **({'note': note[2:]} if note else {}), refresh=False)
         self._eval_return, self._evaluated = eval_return, not self._tty
 
     def _line(self) -> None:
         now = time.monotonic()
         rate = f"{(self.n - self._start_step) / max(now - self._start, 1e-9):.0f}" if self.n > self._start_step else '-'
         print(f"[{time.strftime('%H:%M:%S')}] {self.name}: env step {self.n}, iteration {self._train_iter()}, "
-              f"eval return {self._eval_return or '-'}, {rate} env steps/s", file=self._stream, flush=True)
+              f"eval return {self._eval_return or '-'}, {rate} env steps/s{self._note()}", file=self._stream,
+              flush=True)
         self._last_line, self._evaluated = now, False
 
     def close(self) -> None:

@@ -14,7 +14,8 @@ from torch import nn
 
 from ding_lite.config import ConfigError, reward_clip_bounds
 from ding_lite.data.collate import batch_len, default_collate
-from envs import create_env_manager, get_vec_env_setting
+from envs import create_env_manager
+from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from envs.adapt import adapted_env
 from policy_zoo import Policy, get_policy_cls
@@ -22,7 +23,7 @@ from policy_zoo import Policy, get_policy_cls
 
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:
     """``(collector env manager or None, evaluator env manager)``, seeded as DI-engine does."""
-    env_setting = env_setting or get_vec_env_setting(cfg.env)
+    env_setting = vec_env_setting(cfg.env, env_setting)
     evaluator_env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed)
     collector_env = build_env_manager(cfg, env_setting, 'collector', cfg.seed) if collect else None
     return collector_env, evaluator_env

@@ -152,7 +152,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
         kind = 'seeds' if len({re.sub(r'_seed\d+$', '', run.cfg.exp_name) for run in runs}) == 1 else 'rows'
         name = re.sub(r'_seed\d+$', '', first.cfg.exp_name) + f' ({len(runs)} {kind})' if len(runs) > 1 else None
         with RunProgress(first.cfg, first.collector.envstep, max_env_step, lambda: first.learner.train_iter,
-                         name=name) as bar:
+                         name=name, max_train_iter=max(run.max_train_iter for run in runs)) as bar:
             returns: dict[int, str] = {}
             bars = {id(run): _SeedBar(bar, run, returns) for run in runs}
             for run in [r for r in runs if _had_stopped(r) or

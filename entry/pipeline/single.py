@@ -45,7 +45,8 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     # 2-core run slower (85 against 107 env steps/s), since it is busy a fraction of the time
     with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
         warm_up(cfg, run)
-        with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter) as progress:
+        with RunProgress(cfg, collector.envstep, max_env_step, lambda: learner.train_iter,
+                         max_train_iter=max_train_iter) as progress:
             ended = _train_loop(cfg, run, sample, (max_train_iter, max_env_step), after_collect, progress,
                                 interrupted, threads)
         run.loop.ended = run.loop.ended if interrupted.is_set() else ended

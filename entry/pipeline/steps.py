@@ -17,7 +17,7 @@ from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.logger import build_logger, build_tb_logger
 from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
-from envs import get_vec_env_setting
+from envs.from_gym import vec_env_setting
 from envs.adapt import adapted_env
 from envs.goal import goal_layout
 from .cpu_threads import overlap_collection
@@ -31,7 +31,7 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked against each other
     (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded.
     ``overlap``: whether it collects in a child process while it learns (None: ``overlap_collection(cfg)``)."""
-    env_setting = env_setting or get_vec_env_setting(cfg.env)
+    env_setting = vec_env_setting(cfg.env, env_setting)
     collector_env, evaluator_env = build_envs(cfg, env_setting)
     with closed_on_error([collector_env, evaluator_env]) as closables:
         fit_model_to_env(cfg, collector_env, save=save_cfg)

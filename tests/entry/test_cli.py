@@ -188,6 +188,28 @@ def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp
     progress.close()
 
 
+def test_a_run_with_no_budget_says_so_once_it_has_gone_on_long(monkeypatch):
+    import io
+    from easydict import EasyDict
+    from entry.pipeline import life_cycle as run_module
+    monkeypatch.setattr(run_module, 'LINE_SECONDS', 0.0)
+    cfg = EasyDict(exp_name='endless', env=dict(stop_value=-150))
+    lines = {}
+    for budget in ('none', 'env steps', 'iterations'):
+        stream = io.StringIO()
+        progress = run_module.RunProgress(cfg, 0, 500 if budget == 'env steps' else 10 ** 10, lambda: 7,
+                                          stream=stream, max_train_iter=50 if budget == 'iterations' else None)
+        progress.update(10)
+        monkeypatch.setattr(run_module, 'LONG_SECONDS', 0.0)
+        progress.update(10)
+        monkeypatch.setattr(run_module, 'LONG_SECONDS', 1800.0)
+        lines[budget] = stream.getvalue().splitlines()
+    assert 'not reached' not in lines['none'][0]  # not yet long
+    assert lines['none'][1].endswith('env steps/s; stop value -150 not reached after 0 min and no budget set: '
+                                     '--max-env-step N ends it')
+    assert not any('not reached' in line for line in lines['env steps'] + lines['iterations'])
+
+
 def test_many_seeds_share_one_progress_line_per_evaluation_round():
     import io
     from types import SimpleNamespace

@@ -98,8 +98,11 @@ def test_encoder_hidden_size_list_builds_an_fc_encoder_for_vectors():
     assert isinstance(model.actor[0], FCEncoder) and model.actor[1][0].in_features == 16
     assert model.compute_critic({'obs': torch.randn(3, 5), 'action': torch.zeros(3)})['q_value'].shape == (2, 3)
     assert list(ContinuousQAC(5, 1).state_dict())[0] == 'actor.0.0.weight'  # no encoder: the keys of before
-    with pytest.raises(ValueError, match='too small for 3 conv layers'):
-        ContinuousQAC([3, 20, 20], 1, encoder_hidden_size_list=SIZES)
+    with pytest.raises(ValueError, match='too small for 3 conv layers'):  # kernels set: as they are
+        ContinuousQAC([3, 20, 20], 1, encoder_hidden_size_list=SIZES, encoder_kernel_size=[8, 4, 3])
+    small = ContinuousQAC([3, 5, 5], 1, encoder_hidden_size_list=SIZES)  # left out: fitted to the image
+    kernels = [conv.kernel_size for conv in small.actor[0].conv if isinstance(conv, torch.nn.Conv2d)]
+    assert kernels == [(3, 3), (3, 3), (1, 1)]
 
 
 def _pixel_cfg(tmp_path, policy: str, discrete: bool):

@@ -39,6 +39,11 @@ class SpacesEnv(gym.Env):
             'box2d': gym.spaces.Box(-1, 1, (5, 5), np.float32),
             'dict': gym.spaces.Dict({'pos': gym.spaces.Box(-1, 1, (1,), np.float32), 'phase': gym.spaces.Discrete(3)}),
             'discrete': gym.spaces.Discrete(5),
+            'text': gym.spaces.Text(8),
+            'graph': gym.spaces.Graph(gym.spaces.Box(-1, 1, (2,), np.float32), None),
+            'mission': gym.spaces.Dict({'image': gym.spaces.Box(0, 255, (16, 16, 3), np.uint8),
+                                        'pos': gym.spaces.Box(-1, 1, (1,), np.float32),
+                                        'mission': gym.spaces.Text(20)}),
         }.get(obs) or gym.spaces.Box(0, 255, image, np.uint8)
         self.action_space = {'box': gym.spaces.Box(-1, 1, (1,), np.float32),
                              'asym': gym.spaces.Box(np.array([2.0], np.float32), np.array([5.0], np.float32)),
@@ -49,6 +54,10 @@ class SpacesEnv(gym.Env):
             return np.full((5, 5), self._x, np.float32)
         if self._kind == 'dict':
             return {'pos': np.array([self._x], np.float32), 'phase': self._t % 3}
+        if self._kind == 'mission':  # MiniGrid's kind: an image, a vector and the mission in words
+            image = np.zeros((16, 16, 3), np.uint8)
+            image[8, int((self._x + 1) * 7.5)] = 255
+            return {'image': image, 'pos': np.array([self._x], np.float32), 'mission': 'reach zero'}
         if self._kind == 'discrete':
             return int(round((self._x + 1) * 2))
         if self._kind in ('hwc', 'chw'):
@@ -132,6 +141,33 @@ def test_unusable_spaces_and_wrong_shapes_fail_before_any_env_step(tmp_path, act
     with pytest.raises(ConfigError, match=message):
         serial_pipeline((main, create), seed=0, max_env_step=96)
     assert SpacesEnv.STEPS[0] == 0 and not os.path.exists(main.exp_name)  # nothing stepped, nothing left behind
+
+
+@pytest.mark.parametrize('obs, message', [
+    ('text', r"env 'SpacesTest-v0': the env's observation space is a Text: text, which would be trained on as "
+             r"character codes; map it to a Box"),
+    ('graph', r"the env's observation space is a Graph: a graph of varying size, which needs a graph network"),
+    ('mission', r"observation\['mission'\] is a Text: text, .*; drop it with a wrapper in env.wrappers: "
+                r"dict\(type='FilterObservation', filter_keys=\['image', 'pos'\]\), or for MiniGrid "
+                r"'minigrid.wrappers.ImgObsWrapper'"),
+])
+def test_text_and_graph_observations_are_refused_by_name(tmp_path, obs, message):
+    main, create = _cfg(tmp_path, obs)
+    SpacesEnv.STEPS[0] = 0
+    with pytest.raises(ConfigError, match=message):
+        serial_pipeline((main, create), seed=0, max_env_step=96)
+    assert SpacesEnv.STEPS[0] == 0 and not os.path.exists(main.exp_name)
+
+
+def test_the_advised_wrapper_trains_a_small_image_beside_a_vector(tmp_path):
+    """A Dict of a 16x16 image (too small for DI-engine's kernels: fitted) and a vector, its text key dropped as the
+    refusal advises."""
+    main, create = _cfg(tmp_path, 'mission')
+    main.env.wrappers = [dict(type='FilterObservation', filter_keys=['image', 'pos'])]
+    main.policy.model.encoder_hidden_size_list = [8, 8, 8, 16]
+    serial_pipeline((main, create), seed=0, max_env_step=96)
+    saved = open(os.path.join(main.exp_name, 'total_config.py')).read()
+    assert "'obs_shape': {'image': [3, 16, 16], 'pos': 1}" in saved
 
 
 @ENV_REGISTRY.register('dict_obs_test', force_overwrite=True)
