@@ -135,7 +135,7 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
                 (timeout is None or time.time() - start < timeout):
             trials = [study.ask() for _ in range(min(stack, left))]
             _run_group(study, optuna, trials, (main, create), folder, space, seed, max_env_step)
-    summarise_search(study, optuna, main, create, folder, space)
+    summarise_search(study, optuna, main, create, folder, space, max_env_step)
     return study
 
 
@@ -191,7 +191,7 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
                space: dict[str, list], seed: int, max_env_step: int) -> None:
     """Run ``trials`` of ``config`` (its two parts) as the rows of one run (one row: a plain run) and tell the study
     how each ended."""
-    records = [SimpleNamespace(trial=trial, curve=[], pruned=False) for trial in trials]
+    records = [SimpleNamespace(trial=trial, curve=[], errors=[], pruned=False) for trial in trials]
     rows = [(apply_overrides(*config, {**sample(trial, space),
                                        'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
             for trial in trials]
@@ -199,6 +199,7 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
 
     def prepare(run: SimpleNamespace) -> None:
         record = next(pending)
+        record.episodes = run.evaluator.n_episode
         run.evaluator.stop_rule = lambda train_iter, envstep, info: _report(record, envstep, info)
     try:
         train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare, name='tune')
@@ -218,12 +219,15 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
         if record.pruned:
             study.tell(record.trial, state=optuna.trial.TrialState.PRUNED)
         else:
+            if record.errors:  # the evaluations' noise, for telling the trials apart
+                record.trial.set_user_attr('eval_error', sum(record.errors) / len(record.errors))
             study.tell(record.trial, curve_score(record.curve, max_env_step))
 
 
 def _report(record: SimpleNamespace, envstep: int, info: dict[str, float]) -> str | None:
     """An evaluation to the trial (the pruner's intermediate value at ``envstep``); why it stops, if pruned."""
     record.curve.append((envstep, info['return_mean']))
+    record.errors.append(info['return_std'] / math.sqrt(max(getattr(record, 'episodes', 1), 1)))
     record.trial.report(info['return_mean'], envstep)
     if record.trial.should_prune():
         record.pruned = True
@@ -241,10 +245,25 @@ def curve_score(curve: list[tuple[int, float]], budget: int) -> float:
     return area / max(points[-1][0] - points[0][0], 1) if points[-1][0] > points[0][0] else points[0][1]
 
 
+def indistinguishable(trials: list[Any], max_env_step: int) -> str | None:
+    """A warning where the finished trials' scores spread no wider than two standard errors of an evaluation's mean
+    return (their median): at this budget the search's ranking is noise."""
+    errors = sorted(t.user_attrs['eval_error'] for t in trials if 'eval_error' in t.user_attrs)
+    if len(trials) < 2 or not errors:
+        return None
+    spread, noise = max(t.value for t in trials) - min(t.value for t in trials), errors[len(errors) // 2]
+    if spread > 2 * noise:
+        return None
+    return (f"warning: the trials' scores spread {spread:.1f}, within the evaluations' noise (standard error "
+            f"{noise:.1f} of an evaluation's mean return): {max_env_step} env steps cannot tell these trials apart, "
+            f"and the best is chance; try --max-env-step {4 * max_env_step} (or more env.n_evaluator_episode)")
+
+
 def summarise_search(study: Any, optuna: Any, main: EasyDict, create: EasyDict, folder: str,
-                     space: dict[str, list]) -> str:
-    """Print the trials, the best one and the parameters' importances; write ``best_config.py`` (the config with the
-    best trial's values) and ``summary.txt`` into ``folder``; returns the summary."""
+                     space: dict[str, list], max_env_step: int) -> str:
+    """Print the trials, the best one and the parameters' importances (or, where the trials' scores lie within the
+    evaluations' noise, that the budget cannot tell them apart); write ``best_config.py`` (the config with the best
+    trial's values) and ``summary.txt`` into ``folder``; returns the summary."""
     states = optuna.trial.TrialState
     lines = [f"search {study.study_name}: {len(study.trials)} trials"]
     for t in study.trials:
@@ -263,6 +282,9 @@ def summarise_search(study: Any, optuna: Any, main: EasyDict, create: EasyDict, 
                     title=f"The config with search {study.study_name}'s best trial ({best.number})")
         lines += [f"best: trial {best.number}, score {best.value:.1f} (mean evaluation return over the budget)",
                   f"wrote {path}"]
+        alike = indistinguishable(complete, max_env_step)
+        if alike:
+            lines.append(alike)
         if len(complete) >= 3:
             with contextlib.suppress(Exception), warnings.catch_warnings():  # (trials too alike to tell apart)
                 warnings.simplefilter('ignore')

@@ -103,6 +103,16 @@ def test_curve_score_is_the_area_under_the_curve_over_the_budget():
     assert tune_module.curve_score([(0, -1000.0), (100, -200.0)], 400) == pytest.approx((-100000 - 200 * 300) / 400)
 
 
+def test_trials_within_the_evaluation_noise_are_called_indistinguishable():
+    from types import SimpleNamespace as Trial
+    alike = [Trial(value=v, user_attrs={'eval_error': 30.0}) for v in (-1210.0, -1180.0, -1230.0)]
+    assert 'spread 50.0, within the evaluations\' noise (standard error 30.0' in \
+        tune_module.indistinguishable(alike, 5000)
+    apart = alike + [Trial(value=-400.0, user_attrs={'eval_error': 30.0})]
+    assert tune_module.indistinguishable(apart, 5000) is None
+    assert tune_module.indistinguishable([Trial(value=-1.0, user_attrs={})] * 3, 5000) is None  # no noise known
+
+
 def test_tune_through_the_cli_stacks_writes_the_best_config_and_resumes_after_ctrl_c(tmp_path):
     pytest.importorskip('optuna')
     command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '600', '--n-trials', '4',
@@ -127,6 +137,8 @@ def test_tune_through_the_cli_stacks_writes_the_best_config_and_resumes_after_ct
     assert sum(s in ('COMPLETE', 'PRUNED') for s, _ in states) == 4
     best = study.best_trial
     assert f"best: trial {best.number}" in run.stdout and 'importances:' in run.stdout
+    # 600 env steps: every trial near random, within the evaluations' noise
+    assert '600 env steps cannot tell these trials apart' in run.stdout and '--max-env-step 2400' in run.stdout
     main, _ = read_config(str(tmp_path / 'tiny_tune' / 'best_config.py'))
     assert main.policy.learn.learning_rate_q == best.params['learning_rate'] == main.policy.learn.learning_rate_alpha
     assert main.policy.learn.discount_factor == best.params['policy.learn.discount_factor']
