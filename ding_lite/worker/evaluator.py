@@ -71,11 +71,12 @@ class InteractionSerialEvaluator:
         """The iteration of the last evaluation ``should_eval`` granted."""
         return self._last_eval_iter
 
-    def should_eval(self, train_iter: int) -> bool:
-        """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation."""
+    def should_eval(self, train_iter: int, at_end: bool = False) -> bool:
+        """True at iteration 0 and whenever ``eval_freq`` iterations have passed since the last evaluation (``at_end``:
+        the run's last weights, whenever they were not evaluated yet); the evaluation granted is noted."""
         if train_iter == self._last_eval_iter:
             return False
-        if train_iter != 0 and train_iter - self._last_eval_iter < self._cfg.eval_freq:
+        if not at_end and train_iter != 0 and train_iter - self._last_eval_iter < self._cfg.eval_freq:
             return False
         self._last_eval_iter = train_iter
         return True

@@ -105,7 +105,7 @@ def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: i
                 break
             learner.train(data.sample(cfg.policy.learn.batch_size), 0)
             threads.check()  # the serial pipeline's thread rule: one for small nets, the free cores else
-        if not (stop or interrupted.is_set()) and evaluator.last_eval_iter != learner.train_iter:
+        if not (stop or interrupted.is_set()) and evaluator.should_eval(learner.train_iter, at_end=True):
             evaluate()  # the trained policy's return
         if not (done or interrupted.is_set()):
             run.loop.ended = 'stop_value' if stop else 'budget'

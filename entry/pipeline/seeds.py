@@ -30,7 +30,7 @@ from .config_input import compile_input, compile_run
 from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
-from .steps import already_finished, begin_run, build_serial, collect_round, show_eval, store_round, \
+from .steps import already_finished, begin_run, build_serial, collect_round, evaluate, show_eval, store_round, \
     train_reward_models, warm_up
 
 
@@ -164,10 +164,12 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
             while seeds.active and not interrupted.is_set():
                 _collect_round(seeds, bars, interrupted)
                 _learn_round(seeds, interrupted)
-                for run in list(seeds.active):
+                for run in seeds.active:
                     _log_times(run)
-                    if _finished(run, max_env_step):
-                        seeds.finish(run, interrupted, 'budget')
+                used = [run for run in seeds.active if _finished(run, max_env_step)]
+                stopped = _final_evaluations(seeds, used, bars) if used and not interrupted.is_set() else []
+                for run in used:
+                    seeds.finish(run, interrupted, 'stop_value' if any(run is s for s in stopped) else 'budget')
                 threads.check()
         for run in list(seeds.active):
             seeds.finish(run, interrupted)
@@ -226,15 +228,7 @@ def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: thread
     evaluating = [run for run in due if run.evaluator.should_eval(run.learner.train_iter)] \
         if seeds.joint(due) else []  # (else each seed's collect_round evaluates it)
     if evaluating:
-        with _phase(evaluating, 'eval'):
-            returns = run_episodes_together([run.evaluator for run in evaluating], seeds.forward('eval', evaluating))
-            stops = []
-            for run, seed_returns in zip(evaluating, returns):
-                stop, info = run.evaluator.record(seed_returns, run.learner.save_checkpoint, run.learner.train_iter,
-                                                  run.collector.envstep, run.evaluator.episode_metrics)
-                show_eval(bars.get(id(run)), info)
-                stops.append(stop)
-        for run in [run for run, stop in zip(evaluating, stops) if stop]:
+        for run in _evaluate_together(seeds, evaluating, bars):
             seeds.finish(run, interrupted, 'stop_value')
     collecting = [run for run in due if any(run is active for active in seeds.active)]
     if not seeds.joint(collecting):  # (or seeds that stopped left one)
@@ -249,6 +243,35 @@ def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: thread
                                   collecting[0].learner.train_iter, forward=seeds.forward('collect', collecting))
     for run, batch in zip(collecting, batches):
         store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)))
+
+
+def _evaluate_together(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
+                       ) -> list[SimpleNamespace]:
+    """One evaluation of each of ``runs`` (seeds that share an axis) through one eval forward per env step; the runs
+    that reached their stop value."""
+    with _phase(runs, 'eval'):
+        returns = run_episodes_together([run.evaluator for run in runs], seeds.forward('eval', runs))
+        stopped = []
+        for run, seed_returns in zip(runs, returns):
+            stop, info = run.evaluator.record(seed_returns, run.learner.save_checkpoint, run.learner.train_iter,
+                                              run.collector.envstep, run.evaluator.episode_metrics)
+            show_eval(bars.get(id(run)), info)
+            stopped += [run] if stop else []
+    return stopped
+
+
+def _final_evaluations(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
+                       ) -> list[SimpleNamespace]:
+    """The last weights of seeds that used their budget, evaluated (together where they share an axis; a seed
+    evaluated at this iteration already is not again); the seeds that reached their stop value."""
+    due = [run for run in runs if run.evaluator.should_eval(run.learner.train_iter, at_end=True)]
+    if seeds.joint(due):
+        return _evaluate_together(seeds, due, bars)
+    stopped = []
+    for run in due:
+        with _stream(run):
+            stopped += [run] if evaluate(run, bars.get(id(run))) else []
+    return stopped
 
 
 @contextlib.contextmanager

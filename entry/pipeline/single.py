@@ -15,8 +15,8 @@ from .config_input import compile_run
 from .cpu_threads import CpuThreads, learner_threads
 from .life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
     starting, summarise
-from .steps import already_finished, begin_run, build_serial, collect_round, learn_sampler, train_reward_models, \
-    warm_up
+from .steps import already_finished, begin_run, build_serial, collect_round, final_evaluation, learn_sampler, \
+    train_reward_models, warm_up
 
 
 def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -67,7 +67,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
         return collector.envstep >= max_env_step or learner.train_iter >= max_train_iter
 
     if already_finished(cfg, run, collector.envstep, max_env_step, max_train_iter):  # nothing evaluated again
-        return run.loop.ended or 'budget'
+        return run.loop.ended or final_evaluation(run, progress)  # (or killed before its last evaluation)
     loop.ended = None  # running again (a raised budget): its resume points are an unfinished run's
     timer, log_freq, logged = run.timer, cfg.policy.learn.learner.hook.log_show_after_iter, learner.train_iter
     done = False
@@ -82,7 +82,7 @@ def _train_loop(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Bat
             log_times(cfg, run.tb_logger, logged, timer.report(collector.envstep, logged), collector.envstep)
         threads.check()
         done = finished()
-    return 'budget' if done else None
+    return final_evaluation(run, progress) if done else None
 
 
 def _learn_round(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Batch | None],

@@ -199,6 +199,14 @@ def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[
     return False
 
 
+def final_evaluation(run: SimpleNamespace, progress: RunProgress | None) -> str:
+    """How a run that used its budget ends: its last weights evaluated (unless they just were), ``'stop_value'``
+    where they reach it, else ``'budget'``."""
+    if run.evaluator.should_eval(run.learner.train_iter, at_end=True) and evaluate(run, progress):
+        return 'stop_value'
+    return 'budget'
+
+
 def evaluate(run: SimpleNamespace, progress: RunProgress | None) -> bool:
     """An evaluation of the run's policy now (shown on ``progress``); whether it reached the stop value."""
     learner = run.learner

@@ -138,9 +138,11 @@ def test_set_overrides_values_records_them_and_a_run_without_a_terminal_prints_l
     assert "#   --set policy.learn.batch_size=8\n" in saved.read_text()  # recorded, and logged
     assert "overrides (--set): policy.learn.batch_size=8, env.collector_env_num=3" in \
         (tmp_path / 'cli_exp' / 'log' / 'summary.txt').read_text()
-    # stderr is a pipe, not a terminal: a plain line per evaluation instead of the bar (eval_freq 10: 0 and 10)
+    # stderr is a pipe, not a terminal: a plain line per evaluation instead of the bar (eval_freq 10: 0 and 10, and
+    # the last weights at the budget's end)
     lines = [line for line in run.stderr.splitlines() if 'env steps/s' in line]
-    assert len(lines) == 2 and 'cli_exp: env step ' in lines[0] and ', iteration 10, eval return -' in lines[1]
+    assert len(lines) == 3 and 'cli_exp: env step ' in lines[0] and ', iteration 10, eval return -' in lines[1]
+    assert ', iteration 20, eval return -' in lines[2]
     bad = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '--set', 'policy.learn.bach_size=8'],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert bad.returncode == 1 and bad.stderr.strip().splitlines()[-1].startswith(

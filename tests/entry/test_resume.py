@@ -172,7 +172,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     assert _run_cli(['-m', 'serial', '-c', cfg, '--resume', *budget], tmp_path) == 0
     final = _returns(exp)
     assert final[:len(rows)] == rows and [int(it) for it, _ in final] == sorted({int(it) for it, _ in final})
-    assert [int(it) for it, _ in final] == list(range(0, 1500, 10))  # every evaluation, once
+    assert [int(it) for it, _ in final] == list(range(0, 1501, 10))  # every evaluation (the last at the end), once
     assert torch.load(exp / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['last_iter'] == 1500
     assert not [name for name in os.listdir(exp / 'ckpt') if name.endswith('.tmp')]
 
@@ -230,9 +230,9 @@ def test_resume_by_path_continues_in_the_folder_of_that_run(tmp_path):
 def test_resuming_a_finished_run_trains_and_evaluates_no_more(tmp_path):
     """A kill after the final checkpoint, then ``--resume``: the run is already at its budget and ends there."""
     cfg = _cfg(tmp_path / 'run')
-    serial_pipeline(copy.deepcopy(cfg), seed=0, max_train_iter=40)   # eval_freq 10: evaluations at 0, 10, 20, 30
+    serial_pipeline(copy.deepcopy(cfg), seed=0, max_train_iter=40)   # eval_freq 10: 0, 10, 20, 30; 40 at the end
     rows = _returns(tmp_path / 'run')
-    assert [int(it) for it, _ in rows] == [0, 10, 20, 30]
+    assert [int(it) for it, _ in rows] == [0, 10, 20, 30, 40]
     policy = serial_pipeline(copy.deepcopy(cfg), seed=0, max_train_iter=40, resume=True)
     assert _returns(tmp_path / 'run') == rows                          # no second evaluation at 40
     straight = serial_pipeline(_cfg(tmp_path / 'straight'), seed=0, max_train_iter=40)
