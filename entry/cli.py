@@ -198,15 +198,14 @@ def _run_tool(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in TOOLS or argv[0] == 'tune':  # what trains says how to resume (the tools load fast)
-        from .pipeline import life_cycle
-        life_cycle.COMMAND = [*_program(), *argv]
     if argv and argv[0] in TOOLS:
         tool_parser = build_tool_parser()
         args = tool_parser.parse_args(argv)
         if args.tool == 'plot' and args.profile and (args.aggregate or args.x != 'envstep'):
             tool_parser.error("--profile draws the runs' last evaluations over a score axis: it takes no "
                               "--aggregate or --x")
+        if args.tool == 'tune':
+            _record_command(argv)
         return _guarded(_run_tool, args)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -233,7 +232,15 @@ def main(argv: list[str] | None = None) -> int:
                      f'-m {args.mode}')
     if args.mode == 'offline' and args.max_env_step != int(1e10):
         parser.error('-m offline makes no env steps: --max-env-step does nothing there; give --max-train-iter')
+    _record_command(argv)
     return _guarded(_run, args)
+
+
+def _record_command(argv: list[str]) -> None:
+    """What trains says how to resume: the command that started it (imported once the arguments parsed, so that
+    ``--help`` and a bad flag answer without loading torch)."""
+    from .pipeline import life_cycle
+    life_cycle.COMMAND = [*_program(), *argv]
 
 
 def _program() -> list[str]:

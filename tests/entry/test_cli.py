@@ -231,3 +231,15 @@ def test_many_seeds_share_one_progress_line_per_evaluation_round():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and 'p (2 seeds): env step 0, ' in lines[0] and 'seed0 -10.0 seed1 -20.0' in lines[0]
     assert progress.n == 8  # the seeds step alike: the bar counts one seed's env steps
+
+
+def test_help_and_a_bad_flag_answer_without_loading_torch():
+    """``--help`` (of the modes and of a mode) and an argparse error come before anything heavy is imported."""
+    probe = ("import sys\nfrom entry.cli import main\n"
+             "for argv in (['--help'], ['-m', 'serial', '--help'], ['-m', 'serial', '-c', 'x.py', '--seeds', '0', "
+             "'-s', '1']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             "print('torch loaded' if 'torch' in sys.modules else 'no torch')\n")
+    run = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.stdout.strip().endswith('no torch'), run.stdout[-500:] + run.stderr[-1000:]
+    assert 'give either -s/--seed (one run) or --seeds (many), not both' in run.stderr
