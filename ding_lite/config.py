@@ -12,6 +12,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from easydict import EasyDict
@@ -21,7 +22,8 @@ from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARN
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
 from .utils.checkpoint import atomic_write_text
-from .utils.default_config import ConfigError, ConfigWarning, class_default_config, config_docs, deep_merge
+from .utils.default_config import ConfigError, ConfigWarning, LazyDocs, class_default_config, config_docs, \
+    deep_merge, docs_of
 from .utils.device import resolve_device
 
 TOP_LEVEL_KEYS = ('exp_name', 'seed', 'env', 'policy', 'parallel', 'logger', 'tune')
@@ -179,7 +181,7 @@ def apply_overrides(main_cfg: dict, create_cfg: dict, overrides: dict[str, Any] 
     return main_cfg, create_cfg
 
 
-def merge_strict(default: dict, user: dict, path: str = '', docs: dict[str, str] | None = None) -> EasyDict:
+def merge_strict(default: dict, user: dict, path: str = '', docs: Mapping[str, str] | None = None) -> EasyDict:
     """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``, whose
     did-you-mean quotes the suggested key's description from ``docs`` (``{full dotted path: text}``).
 
@@ -207,7 +209,7 @@ def merge_strict(default: dict, user: dict, path: str = '', docs: dict[str, str]
     return merged
 
 
-def _merge_value(default: Any, value: Any, path: str, docs: dict[str, str] | None = None) -> Any:
+def _merge_value(default: Any, value: Any, path: str, docs: Mapping[str, str] | None = None) -> Any:
     if isinstance(default, dict):
         if not isinstance(value, dict):
             raise ConfigError(f"config key {path!r} must be a dict, got {value!r}")
@@ -299,17 +301,17 @@ def _import_create_names(create_cfg: dict) -> list[str]:
 
 
 def policy_default_config(policy_type: str, policy_user: dict | None = None, buffer_type: str = 'naive',
-                          overrides: dict[str, type | None] | None = None) -> tuple[EasyDict, dict[str, str]]:
+                          overrides: dict[str, type | None] | None = None) -> tuple[EasyDict, LazyDocs]:
     """The whole default ``policy`` tree of ``policy_type``, with its model, learner, collector, evaluator and
-    replay buffer merged in, and ``{dotted key: description}`` for it (from where each class declares it)."""
+    replay buffer merged in, and ``{dotted key: description}`` for it (from where each class declares it; read when
+    first asked)."""
     policy_user = policy_user or {}
     policy_cls = POLICY_REGISTRY.get(policy_type)
-    default, docs = EasyDict(policy_cls.default_config()), config_docs(policy_cls)
+    default = EasyDict(policy_cls.default_config())
     parts = [(f"{field}.{name}", cls) for (field, name), cls in _worker_classes(policy_user, overrides or {}).items()]
     model_type = (policy_user.get('model') or {}).get('type') or policy_cls.default_model()
     if model_type in MODEL_REGISTRY:
         parts.append(('model', MODEL_REGISTRY.get(model_type)))
-        docs['model.type'] = "the registered model name; None: the policy's default"
     parts.append(('other.replay_buffer', BUFFER_REGISTRY.get(buffer_type)))
     for where, cls in parts:
         node = default
@@ -318,9 +320,16 @@ def policy_default_config(policy_type: str, policy_user: dict | None = None, buf
         last = where.split('.')[-1]
         # the class's defaults under what the policy declares for it (SAC: twin critics, a 1e6 buffer)
         node[last] = deep_merge(cls.default_config(), node.get(last) or {})
-        docs.update({f"{where}.{key}": text for key, text in config_docs(cls).items()})
     default.model.setdefault('type', None)
-    return default, docs
+
+    def docs() -> dict[str, str]:
+        found = dict(config_docs(policy_cls))
+        if model_type in MODEL_REGISTRY:
+            found['model.type'] = "the registered model name; None: the policy's default"
+        for where, cls in parts:
+            found.update({f"{where}.{key}": text for key, text in config_docs(cls).items()})
+        return found
+    return default, LazyDocs(docs)
 
 
 def _worker_classes(policy_cfg: dict, overrides: dict[str, type | None]) -> dict[tuple[str, str], type]:
@@ -373,7 +382,7 @@ def compile_config(
                    env=_compile_env(main_cfg.get('env', EasyDict()), create_cfg),
                    parallel=_compile_parallel(main_cfg.get('parallel') or EasyDict()),
                    logger=merge_strict(LoggerSection.default_config(), main_cfg.get('logger') or {}, 'logger',
-                                       {f'logger.{k}': v for k, v in config_docs(LoggerSection).items()}))
+                                       docs_of(LoggerSection, 'logger.')))
     if main_cfg.get('tune') is not None:  # kept (total_config.py can be searched again); training ignores it
         cfg.tune = _compile_tune(main_cfg.tune)
     for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
@@ -437,7 +446,8 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
                            'replay_buffer') or ('priority' if policy_user.get('priority') else 'naive')  # DI-engine's
     buffer_type = _her_buffer(policy_user, buffer_type)
     policy_default, docs = policy_default_config(policy_type, policy_user, buffer_type, overrides)
-    policy = merge_strict(policy_default, policy_user, 'policy', {f'policy.{k}': v for k, v in docs.items()})
+    policy = merge_strict(policy_default, policy_user, 'policy',
+                          LazyDocs(lambda: {f'policy.{k}': v for k, v in docs.items()}))
     policy.type = policy_type
     _check_priority(policy, buffer_type)
     policy.other.replay_buffer.type = buffer_type
@@ -495,17 +505,15 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     env_cls = ENV_REGISTRY.get(env_type) if env_type else None
     if env_cls is not None and getattr(env_cls, 'declares_config', lambda: True)():
         user = {k: v for k, v in env_user.items() if k not in ('manager', 'type', 'import_names')}
-        env = merge_strict(env_cls.default_config(), user, 'env',
-                           {f'env.{k}': v for k, v in config_docs(env_cls).items()})
+        env = merge_strict(env_cls.default_config(), user, 'env', docs_of(env_cls, 'env.'))
         env.manager = copy.deepcopy(env_user.get('manager') or {})
     else:
         env = deep_merge(env_cls.default_config() if env_cls else {}, env_user)
     manager_type = _type_of(create_cfg, env.get('manager') or {}, 'env_manager', 'base')
     if manager_type in ENV_MANAGER_REGISTRY:
         manager_cls = ENV_MANAGER_REGISTRY.get(manager_type)
-        docs = {f'env.manager.{k}': v for k, v in config_docs(manager_cls).items()}
         env.manager = merge_strict(EasyDict(manager_cls.default_config()), env.get('manager') or {}, 'env.manager',
-                                   docs)
+                                   docs_of(manager_cls, 'env.manager.'))
         getattr(manager_cls, 'check_config', lambda cfg: None)(env.manager)
     _check_free_values(env, 'env')
     _check_env_id(env.get('env_id'))
@@ -540,7 +548,7 @@ def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:
 
 def _compile_parallel(parallel_user: dict) -> EasyDict:
     parallel = merge_strict(ParallelSection.default_config(), parallel_user, 'parallel',
-                            {f'parallel.{k}': v for k, v in config_docs(ParallelSection).items()})
+                            docs_of(ParallelSection, 'parallel.'))
     address = parallel.ray_address
     if address is not None and not (isinstance(address, str) and address):
         raise ConfigError(f"config key 'parallel.ray_address' must be None (start Ray locally), 'auto' or "
