@@ -314,6 +314,19 @@ class SampleSerialCollector(_SerialCollector):
 
     def collect(self, n_sample: int | None = None, train_iter: int = 0,
                 policy_kwargs: dict | None = None) -> list[Any]:
+        """At least ``n_sample`` training samples (DI-engine's list of transition dicts). Where the envs step as
+        columns (``collect_batch``'s fast path) the dicts are cut from those columns: the same samples, each field
+        of the type the per-transition path gives (observations as arrays, policy outputs as tensors, rewards and
+        dones as Python scalars)."""
+        keys = self._columnar_keys()
+        if keys is None:
+            return self._collect_transitions(n_sample, train_iter, policy_kwargs)
+        columns = collect_batches([self], n_sample, train_iter, policy_kwargs, as_arrays=True)[0]
+        return columns if isinstance(columns, list) else _rows(columns, keys)
+
+    def _collect_transitions(self, n_sample: int | None = None, train_iter: int = 0,
+                             policy_kwargs: dict | None = None) -> list[Any]:
+        """``collect`` one transition dict at a time (any policy, env manager or observation)."""
         if n_sample is None or n_sample <= 0:
             raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
         samples: list[Any] = []
@@ -342,14 +355,40 @@ class SampleSerialCollector(_SerialCollector):
 Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
 
 
+def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[str, Any]]:
+    """Transition dicts cut from a columnar batch, each field as the per-transition path gives it."""
+    fields = {}
+    for key, column in columns.items():
+        if key in output_keys:
+            fields[key] = torch.from_numpy(column).unbind(0)  # the policy's outputs: tensor rows
+        elif key in ('reward', 'done') and column.ndim == 1:
+            fields[key] = column.tolist()  # Python floats and bools
+        else:
+            fields[key] = list(column)  # array rows (observations), numpy scalars
+    return [dict(zip(fields, row)) for row in zip(*fields.values())]
+
+
+def _transitions(collector: SampleSerialCollector, n_sample: int | None, train_iter: int,
+                 policy_kwargs: dict | None) -> list[Any]:
+    """A collector's samples one transition at a time: its own ``collect`` where a subclass wrote one."""
+    own = type(collector).collect is not SampleSerialCollector.collect
+    return (collector.collect if own else collector._collect_transitions)(n_sample, train_iter, policy_kwargs)
+
+
 def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | None, train_iter: int = 0,
-                    policy_kwargs: dict | None = None, forward: Forward | None = None) -> list[dict[str, Any]]:
+                    policy_kwargs: dict | None = None, forward: Forward | None = None,
+                    as_arrays: bool = False) -> list[dict[str, Any] | list[Any]]:
     """``collect_batch`` of each collector, stepped together: at each env step one ``forward`` call (default: each
     collector's own policy) acts for the ready envs of every collector still short of ``n_sample``. Where one of
-    them cannot step as columns, each collects on its own (``collect``)."""
+    them cannot step as columns, each collects on its own (one transition at a time). ``as_arrays``: the columns
+    as numpy arrays (a list of transitions where they were collected one at a time)."""
     keys = [c._columnar_keys() if type(c).collect is SampleSerialCollector.collect else None for c in collectors]
+
+    def one_at_a_time() -> list[Any]:
+        samples = [_transitions(c, n_sample, train_iter, policy_kwargs) for c in collectors]
+        return samples if as_arrays else [default_collate(s, as_batch=False) for s in samples]
     if any(k is None for k in keys):
-        return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False) for c in collectors]
+        return one_at_a_time()
     if n_sample is None or n_sample <= 0:
         raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
     chunks: list[list[dict[str, np.ndarray]]] = [[] for _ in collectors]
@@ -359,8 +398,7 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
         if any(r is None for r in ready):  # observations of another form (dicts): per-env transitions
             if any(chunks):
                 raise ValueError("the envs' observations stopped stacking into one array mid-collect")
-            return [default_collate(c.collect(n_sample, train_iter, policy_kwargs), as_batch=False)
-                    for c in collectors]
+            return one_at_a_time()
         inputs = [torch.from_numpy(obs) for _, obs in ready]
         outputs = forward(inputs, todo) if forward is not None else \
             [collectors[k]._forward_rows(ids, o, policy_kwargs) for k, (ids, _), o in zip(todo, ready, inputs)]
@@ -371,10 +409,8 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
     for collector, parts in zip(collectors, chunks):
         collector.collect_time = time.perf_counter() - start
         collector._maybe_log(train_iter)
-        if len(parts) == 1:  # one env step was enough: its arrays are the batch
-            batches.append({k: torch.from_numpy(v) for k, v in parts[0].items()})
-        else:
-            batches.append({k: torch.from_numpy(np.concatenate([c[k] for c in parts])) for k in parts[0]})
+        arrays = parts[0] if len(parts) == 1 else {k: np.concatenate([c[k] for c in parts]) for k in parts[0]}
+        batches.append(arrays if as_arrays else {k: torch.from_numpy(v) for k, v in arrays.items()})
     return batches
 
 

@@ -24,13 +24,15 @@ def _collector(cfg, manager, policy, env_cls=PendulumEnv, env_cfg=None, n=3, ste
 
 
 def _both_ways(make, rounds=12, n_sample=5, policy_kwargs=None):
-    """``rounds`` batches from ``collect_batch`` and from ``collect`` collated, each from a fresh, same-seeded run."""
+    """``rounds`` batches from ``collect_batch`` and from the per-transition path collated, each from a fresh,
+    same-seeded run."""
     out = []
     for columnar in (True, False):
         torch.manual_seed(0)
         collector = make()
         batches = [collector.collect_batch(n_sample, policy_kwargs=policy_kwargs) if columnar else
-                   default_collate(collector.collect(n_sample, policy_kwargs=policy_kwargs), as_batch=False)
+                   default_collate(collector._collect_transitions(n_sample, policy_kwargs=policy_kwargs),
+                                   as_batch=False)
                    for _ in range(rounds)]
         out.append((batches, collector.finished_episodes, collector.envstep, collector.state_dict()['return']))
         collector.close()
@@ -59,6 +61,30 @@ def test_same_samples_as_collect_for_every_manager(tiny_pendulum, manager):
     _assert_same(columnar, per_env)
     assert len(columnar[1]) == 9 and columnar[2] == 12 * 6  # whole rounds of 3 envs: 24 steps, 3 episodes each
     assert not columnar[0][0]['done'].any()                    # time-limit ends bootstrap
+
+
+@pytest.mark.parametrize('policy', ['sac', 'discrete_sac'])
+def test_collects_list_is_cut_from_the_columns_as_the_per_transition_path_gives_it(tiny_pendulum, policy):
+    """DI-engine's ``collect()`` list, made from the columnar path's arrays: the same transitions, each field of
+    the same type (arrays, tensors, Python scalars), as one transition at a time."""
+    cfg, _ = _sac(tiny_pendulum)
+    policy_cls, env_cls = (SACPolicy, PendulumEnv) if policy == 'sac' else (DiscreteSACPolicy, CartPoleEnv)
+    if policy == 'discrete_sac':
+        tiny_pendulum[0].policy.model.update(obs_shape=4, action_shape=2)
+        tiny_pendulum[1].policy.type = 'discrete_sac'
+        cfg = compile_config(*tiny_pendulum, save_cfg=False)
+    lists = []
+    for path in ('collect', '_collect_transitions'):
+        torch.manual_seed(0)
+        collector = _collector(cfg, 'base', policy_cls(cfg.policy), env_cls)
+        lists.append([t for _ in range(6) for t in getattr(collector, path)(5)])
+        collector.close()
+    assert len(lists[0]) == len(lists[1]) == 36  # 3 envs: two steps of 3 for each 5 samples
+    for cut, one in zip(*lists):
+        assert cut.keys() == one.keys()
+        for key in cut:
+            assert type(cut[key]) is type(one[key]), key
+            assert np.array_equal(np.asarray(cut[key]), np.asarray(one[key])), key
 
 
 def test_logits_and_discrete_actions_with_the_eps_schedule(tiny_pendulum):
