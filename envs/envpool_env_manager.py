@@ -149,13 +149,9 @@ class EnvPoolEnvManager:
     @staticmethod
     def _per_env(step: BaseEnvBatchTimestep, returns: dict[int, float]) -> dict[int, BaseEnvTimestep]:
         """Columns as per-env timesteps with their infos (``returns``: the episodes that ended)."""
-        timesteps = {}
-        for k, env_id in enumerate(step.env_id):
-            info = {'TimeLimit.truncated': bool(step.done[k] and not step.terminated[k])}
-            if env_id in returns:
-                info['eval_episode_return'] = returns[env_id]
-            timesteps[env_id] = BaseEnvTimestep(step.obs[k], np.float32(step.reward[k]), bool(step.done[k]), info)
-        return timesteps
+        infos = _infos(step, returns, step.env_id)
+        return {env_id: BaseEnvTimestep(step.obs[k], np.float32(step.reward[k]), bool(step.done[k]), infos[env_id])
+                for k, env_id in enumerate(step.env_id)}
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and observations as one array (None: no env is ready)."""
@@ -169,7 +165,8 @@ class EnvPoolEnvManager:
         """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns: sync, the
         given envs; async, those that came back (see the class docstring)."""
         self._check_ready(env_ids)
-        return (self._advance if self._sync else self._send)(env_ids, self._actions(actions))[0]
+        step, returns = (self._advance if self._sync else self._send)(env_ids, self._actions(actions))
+        return step._replace(info=_infos(step, returns, returns)) if returns else step
 
     def _advance(self, env_ids: list[int], actions: np.ndarray) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
         """Every env steps (those not in ``env_ids`` with a zero action, unreported: an evaluation's finished
@@ -323,6 +320,19 @@ class EnvPoolEnvManager:
     @property
     def reward_space(self) -> gym.Space:
         return self.env_ref.reward_space
+
+
+def _infos(step: BaseEnvBatchTimestep, returns: dict[int, float], env_ids: Any) -> dict[int, dict]:
+    """The infos of ``env_ids`` (rows of ``step``) as ``GymnasiumEnv.step`` gives them: ``TimeLimit.truncated``,
+    and ``eval_episode_return`` where an episode ended (``returns``)."""
+    rows = {env_id: k for k, env_id in enumerate(step.env_id)}
+    infos = {}
+    for env_id in env_ids:
+        k = rows[env_id]
+        infos[env_id] = {'TimeLimit.truncated': bool(step.done[k] and not step.terminated[k])}
+        if env_id in returns:
+            infos[env_id]['eval_episode_return'] = returns[env_id]
+    return infos
 
 
 def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str, dict]:

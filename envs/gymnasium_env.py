@@ -206,7 +206,7 @@ class GymnasiumEnv(BaseEnv):
                   ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, dict[int, dict]] | None:
         """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
         action space: ``(obs, reward (float64 of step's float32), done, terminated, {k: info of an ended
-        episode's last step})``. None where this type changed ``step`` or ``_action`` (each env then steps on its
+        episode's last step, as ``step`` gives it})``. None where this type changed ``step`` or ``_action`` (each env then steps on its
         own)."""
         if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
             return None
@@ -223,8 +223,9 @@ class GymnasiumEnv(BaseEnv):
             reward.append(env._train_reward(r))
             done.append(term or trunc)
             terminated.append(term)
-            if term or trunc:
-                ended_info[k] = info
+            if term or trunc:  # as step gives it
+                ended_info[k] = {**info, 'TimeLimit.truncated': bool(trunc and not term),
+                                 'eval_episode_return': env._episode_return}
         return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
                 np.array(terminated, bool), ended_info)
 

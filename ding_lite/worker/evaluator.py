@@ -12,7 +12,7 @@ from easydict import EasyDict
 from torch import Tensor
 
 from ..data.collate import to_float32, to_ndarray, to_reward, to_scalar
-from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields
+from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
@@ -114,6 +114,10 @@ class InteractionSerialEvaluator:
             ids, obs = [ids[k] for k in rows], obs[rows]
         return ids, to_float32(obs)
 
+    def _columnar(self) -> bool:
+        """Whether the envs step as columns (``step_batch`` of a manager that returns the envs it was given)."""
+        return hasattr(self._env, 'step_batch') and not getattr(self._env, 'asynchronous', False)
+
     def _forward_rows(self, ids: list[int], obs: Tensor) -> dict[str, Tensor]:
         """The policy's batch forward for the envs ``ids``; a recurrent policy's states advance."""
         if self._memory is None:
@@ -156,25 +160,61 @@ class InteractionSerialEvaluator:
             if self._memory is not None:
                 self._memory.stepped([env_id], np.asarray(actions[env_id])[None], np.float32(timestep.reward))
             if timestep.info.get('abnormal') or done and env_id in self._tainted:  # that episode does not count
-                self._reset_env(env_id)
-                self._tainted.discard(env_id)
-                self._broken += 1
-                if self._broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
-                    raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env "
-                                       f"restarts or non-finite values (last error: {timestep.info.get('error')})")
+                self._broken_episode(env_id, timestep.info)
                 continue
             reward = self._tally.reward(timestep.reward, f"evaluator env {env_id}'s reward")
             self._discounted[env_id] += self._tally.discounted(reward, self._length[env_id])
             self._length[env_id] += 1
             if done:
-                returns = _episode_return(timestep.info, env_id, self._tally.dim)  # the env's own, in its units
-                self._returns.append(float(self._tally.total(returns)))
-                self.episode_metrics.append({
-                    **return_metrics(self._returns[-1], self._discounted[env_id], self._length[env_id]),
-                    **self._tally.dim_metrics(returns),
-                    **episode_metrics(timestep.info, getattr(self._env, 'info_metrics', ()))})
-                self._quota[env_id] -= 1
-                self._reset_env(env_id)
+                self._episode_end(env_id, timestep.info)
+
+    def _advance_columns(self, ids: list[int], actions: np.ndarray) -> None:
+        """``_advance`` through the env manager's ``step_batch`` (row k of ``actions`` for env ``ids[k]``): the
+        rewards tallied as columns, one ``isfinite`` per field, per env only where an episode ended."""
+        step = self._env.step_batch(ids, actions)
+        for env_id in step.restarted:
+            self._broken_episode(env_id, {'error': 'its env was restarted'})
+        rows = step.env_id
+        if rows != ids:
+            actions = actions[[ids.index(i) for i in rows]]
+        self._tally.column(step.reward, rows)
+        bad = nonfinite_rows({'reward': step.reward, 'next_obs': step.obs, 'action': actions}) if rows else None
+        for k in [] if bad is None else np.flatnonzero(bad).tolist():
+            values = {'reward': step.reward[k], 'next_obs': step.obs[k], 'action': actions[k]}
+            if self.on_nonfinite != 'skip':
+                raise nonfinite_error(f"evaluator {env_label(self._env, rows[k])}", 'in an evaluation', values)
+            self._tainted.add(rows[k])
+        if self._memory is not None:
+            self._memory.stepped(rows, actions, step.reward.astype(np.float32))
+        index = np.asarray(rows, dtype=np.int64)
+        self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
+        self._length[index] += 1
+        for k in np.flatnonzero(step.done).tolist():
+            env_id, info = rows[k], (step.info or {}).get(rows[k], {})
+            if env_id in self._tainted:
+                self._broken_episode(env_id, info)
+            else:
+                self._episode_end(env_id, info)
+
+    def _episode_end(self, env_id: int, info: dict) -> None:
+        """An episode that counts: its return (the env's own, in its units) and metrics kept."""
+        returns = _episode_return(info, env_id, self._tally.dim)
+        self._returns.append(float(self._tally.total(returns)))
+        self.episode_metrics.append({
+            **return_metrics(self._returns[-1], self._discounted[env_id], self._length[env_id]),
+            **self._tally.dim_metrics(returns),
+            **episode_metrics(info, getattr(self._env, 'info_metrics', ()))})
+        self._quota[env_id] -= 1
+        self._reset_env(env_id)
+
+    def _broken_episode(self, env_id: int, info: dict) -> None:
+        """An episode that does not count (its env restarted, or a non-finite value in it, skipped)."""
+        self._reset_env(env_id)
+        self._tainted.discard(env_id)
+        self._broken += 1
+        if self._broken > MAX_BROKEN_PER_EPISODE * self.n_episode:
+            raise RuntimeError(f"evaluation cannot finish: {self._broken} episodes broke off by env restarts or "
+                               f"non-finite values (last error: {info.get('error')})")
 
     def eval(self, save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
              envstep: int = -1, tb_step: int | None = None) -> tuple[bool, dict[str, float]]:
@@ -249,9 +289,15 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
         inputs = [torch.from_numpy(obs) for _, obs in ready.values()]
         outputs = forward(inputs, list(ready)) if forward is not None and ready else \
             [evaluators[k]._forward_rows(ids, o) for (k, (ids, _)), o in zip(ready.items(), inputs)]
-        actions = {k: dict(zip(ready[k][0], output['action'].numpy(force=True))) for k, output in zip(ready, outputs)}
+        actions = {k: output['action'].numpy(force=True) for k, output in zip(ready, outputs)}
         for k in running:
-            evaluators[k]._advance(actions[k] if k in actions else evaluators[k]._per_env_actions())
+            evaluator = evaluators[k]
+            if k not in actions:
+                evaluator._advance(evaluator._per_env_actions())
+            elif evaluator._columnar():
+                evaluator._advance_columns(ready[k][0], actions[k])
+            else:
+                evaluator._advance(dict(zip(ready[k][0], actions[k])))
     return [evaluator._returns for evaluator in evaluators]
 
 

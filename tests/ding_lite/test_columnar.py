@@ -204,9 +204,9 @@ def test_evaluator_batch_forward_gives_the_same_returns(tiny_pendulum):
         mode = policy.eval_mode if batch else type(policy.eval_mode)(**dict(vars(policy.eval_mode),
                                                                            forward_batch=None))
         evaluator = InteractionSerialEvaluator({'n_episode': 5}, env, mode, exp_name=None)
-        returns.append(evaluator.run_episodes())
+        returns.append((evaluator.run_episodes(), evaluator.episode_metrics))
         evaluator.close()
-    assert len(returns[0]) == 5 and returns[0] == returns[1]
+    assert len(returns[0][0]) == 5 and returns[0] == returns[1]  # returns, discounted returns, reward per step
 
 
 class _Shaped(PendulumEnv):
