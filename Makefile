@@ -9,7 +9,7 @@ TORCH_VERSION ?= 2.13.0
 RUN = PATH="$(abspath $(dir $(PYTHON))):$$PATH" $(PYTHON)
 # what each target needs: the demo only plots; the tests run every env family, Ray, EnvPool, videos, W&B and Optuna
 EXTRAS_demo = plot
-EXTRAS_test = test,box2d,mujoco,parallel,envpool,plot,video,track,docs,tune
+EXTRAS_test = test,box2d,mujoco,parallel,envpool,minigrid,plot,video,track,docs,tune
 EXTRAS_docs = docs
 # an install is done again only when setup.py changes (a stamp beside the interpreter, per target)
 STAMP = $(dir $(PYTHON)).ding_lite-installed-

@@ -24,6 +24,7 @@ setup(
         'mujoco': ['gymnasium[mujoco]'],
         'box2d': ['gymnasium[box2d]'],
         'envpool': ['envpool'],
+        'minigrid': ['minigrid'],  # dizoo_configs/minigrid_empty_discrete_sac_config.py
         'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
         'track': ['wandb'],    # logger.wandb / --track (Weights & Biases)
         'tune': ['optuna'],    # ding_lite tune (hyperparameter search)
