@@ -136,13 +136,25 @@ def test_envs_of_another_package_by_its_name_or_import_names_and_clear_errors(tm
     main['env'] = dict(main['env'], env_id='toy_pkg_xyz:ToyPackaged-v0', env_kwargs=dict())
     main['policy'] = dict(main['policy'], model=dict(obs_shape=2, action_shape=1))
     serial_pipeline((main, dict(TINY_CREATE, env=dict(type='gymnasium'))), seed=0, max_train_iter=2)
-    with pytest.raises(ValueError, match=r"'MiniGrid-Empty-5x5-v0'.*its package \('minigrid', pip install it\)"
-                                         r".*create_config.env.import_names \(\['minigrid'\]\).*"
-                                         r"'minigrid:MiniGrid-Empty-5x5-v0'"):
-        GymnasiumEnv(dict(env_id='MiniGrid-Empty-5x5-v0'))
+    with pytest.raises(ValueError, match=r"'highway-v0'.*its package \('highway_env', pip install it\)"
+                                         r".*create_config.env.import_names \(\['highway_env'\]\).*"
+                                         r"'highway_env:highway-v0'"):  # (not installed here)
+        GymnasiumEnv(dict(env_id='highway-v0'))
     with pytest.raises(ValueError, match=r"cannot make gymnasium env 'ToyPackaged-v0' \(package 'toy_pkg_xyz'.*\): "
                                          r"its constructor raised AssertionError \(no message\)"):
         GymnasiumEnv(dict(env_id='ToyPackaged-v0', env_kwargs=dict(fail=True)))
+
+
+def test_minigrid_by_package_id_names_its_mission_key_and_the_wrapper_that_drops_it():
+    pytest.importorskip('minigrid', reason="the minigrid extra: pip install 'ding-lite[minigrid]'")
+    from ding_lite.config import ConfigError
+    with pytest.raises(ConfigError, match=r"env 'minigrid:MiniGrid-Empty-5x5-v0': observation\['mission'\] is a "
+                                          r"MissionSpace: text \(MiniGrid's mission\).*'minigrid.wrappers.ImgObsWrapper'"):
+        GymnasiumEnv(dict(env_id='minigrid:MiniGrid-Empty-5x5-v0'))
+    env = GymnasiumEnv(dict(env_id='minigrid:MiniGrid-Empty-5x5-v0', wrappers=['minigrid.wrappers.ImgObsWrapper']))
+    env.seed(0)
+    assert env.reset().shape == (3, 7, 7)
+    env.close()
 
 
 def test_a_users_env_failing_an_assertion_in_its_constructor_says_where(tmp_path):
