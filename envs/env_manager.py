@@ -193,8 +193,13 @@ class BaseEnvManager:
         stepped = self._env_step_many(env_ids, actions)
         if stepped is not None:  # the envs stepped together: no per-env timesteps to take apart
             obs, reward, done, terminated, ended_info = stepped
+            ready, kept = self._ready_obs, self._actions
             for env_id, o, d, action in zip(env_ids, obs, done.tolist(), actions):
-                self._after_step(env_id, o, d, action)
+                if d:
+                    self._after_step(env_id, o, d, action)
+                else:  # _after_step's common case, inline: the next obs ready, the action kept for a resume
+                    ready[env_id] = o
+                    kept[env_id].append(action)
             info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
             return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
         timesteps = self.step(dict(zip(env_ids, actions)))

@@ -31,6 +31,7 @@ GYM_ERA_IDS: dict[str, tuple[str, dict]] = {
     **{f'{name}-v{v}': (f'{name}-v4', {}) for name in ('Humanoid', 'HumanoidStandup') for v in (2, 3)},
 }
 _logged_ids: set[str] = set()
+_ACTION_KEYS: dict = {}
 logger = logging.getLogger(__name__)
 
 
@@ -111,7 +112,8 @@ class GymnasiumEnv(BaseEnv):
         self._act_dtype, self._act_shape = (space.dtype, space.shape) if self._box else (None, None)
         self._scaler = ActionScaler(space) if self._scale else None
         # envs with equal keys share one scaling in step_many
-        self._action_key = (space.low.tobytes(), space.high.tobytes(), space.dtype) if self._scale else None
+        key = (space.low.tobytes(), space.high.tobytes(), space.dtype) if self._scale else None
+        self._action_key = _ACTION_KEYS.setdefault(key, key)  # one object per key: step_many compares by identity
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return, self._episode_steps = 0.0, 0
 
@@ -194,8 +196,8 @@ class GymnasiumEnv(BaseEnv):
         float32."""
         obs, reward, terminated, truncated, info = self._env.step(env_action)
         # a vector reward (policy.reward_weights) sums per dimension
-        self._episode_return = self._episode_return + (float(reward) if np.ndim(reward) == 0 else
-                                                       np.asarray(reward, np.float64))
+        self._episode_return = self._episode_return + (float(reward) if isinstance(reward, (float, int)) or
+                                                       np.ndim(reward) == 0 else np.asarray(reward, np.float64))
         self._episode_steps += 1
         if type(obs) is not np.ndarray or obs.dtype == np.float64:  # float32 arrays (the common case) as they are
             obs = self._obs(obs)
@@ -211,16 +213,18 @@ class GymnasiumEnv(BaseEnv):
         if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
             return None
         first = envs[0]
-        if first._scale and all(env._action_key == first._action_key for env in envs):
+        key = first._action_key
+        if first._scale and all(env._action_key is key for env in envs):
             shape = (len(envs),) + first._act_shape
             env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
         obs, reward, done, terminated, ended_info = [], [], [], [], {}
+        shaped = cls._train_reward is not GymnasiumEnv._train_reward
         for k, (env, action) in enumerate(zip(envs, env_actions)):
             o, r, term, trunc, info = env._advance(action)
             obs.append(o)
-            reward.append(env._train_reward(r))
+            reward.append(env._train_reward(r) if shaped else r)
             done.append(term or trunc)
             terminated.append(term)
             if term or trunc:  # as step gives it
