@@ -25,6 +25,7 @@ $(VENV)/bin/python:
 $(STAMP)%: setup.py $(filter $(VENV)/bin/python,$(PYTHON))
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install "torch==$(TORCH_VERSION)"
 	$(PIP) install -q -e ".[$(EXTRAS_$*)]"
+	@$(PYTHON) -m entry.tools.catalog > /dev/null  # what `ding_lite list` and `config` answer without torch
 	@touch $@
 
 install: $(STAMP)test

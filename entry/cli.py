@@ -187,6 +187,14 @@ def _run_tool(args: argparse.Namespace) -> None:
         from .tools.agent import load_policy
         print(f"wrote {load_policy(args.run, args.checkpoint).export(args.output)}")
         return
+    if args.tool in ('list', 'config'):  # the built-ins' answers without importing torch, where they are current
+        from .tools import catalog
+        text = catalog.answer(args.tool, getattr(args, 'name', None), args.kind)
+        if text is None and catalog.refresh():  # missing or stale: written once from the live registries
+            text = catalog.answer(args.tool, getattr(args, 'name', None), args.kind)
+        if text is not None:
+            print(text, end='\n' if args.tool == 'list' else '')
+            return
     from .tools import discover
     if args.tool == 'list':
         print(discover.list_registered(args.kind))

@@ -78,3 +78,33 @@ def test_zoo_lists_the_configs_with_their_expected_results(capsys):
     assert main(['zoo']) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ['config', 'env', 'policy', 'stop_value', 'expected']
+
+
+def test_list_and_config_answer_without_torch_from_a_catalog_kept_current(tmp_path, monkeypatch):
+    """``entry/tools/catalog.json`` holds what the live registries print (written in a fresh process: other tests
+    register classes of their own); the CLI reads it without importing torch, and where the sources changed it
+    answers from the live registries and writes the catalog anew."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    from entry.tools import catalog
+    written = subprocess.run([sys.executable, '-m', 'entry.tools.catalog'], capture_output=True, text=True,
+                             timeout=120, cwd=ROOT)
+    assert written.returncode == 0, written.stderr[-2000:]
+    with open(catalog.PATH) as f:
+        stored = json.load(f)
+    assert stored['config']['policy:sac'] == describe_config('sac', 'policy')
+    probe = ("import sys\nfrom entry.cli import main\nmain(['list'])\nmain(['config', 'sac'])\n"
+             "print('torch loaded' if 'torch' in sys.modules else 'no torch')\n")
+    run = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, 'PYTHONPATH': ROOT})
+    assert run.returncode == 0 and run.stdout.endswith('no torch\n'), run.stderr[-2000:]
+    assert run.stdout.startswith(stored['list'][''] + '\n' + stored['config']['policy:sac'])
+    monkeypatch.setattr(catalog, 'PATH', str(tmp_path / 'catalog.json'))  # sources changed since it was written
+    (tmp_path / 'catalog.json').write_text(json.dumps({**stored, 'source_hash': 'older sources'}))
+    monkeypatch.setattr(catalog, 'build', lambda: {**stored, 'list': {'': 'fresh'}})
+    assert catalog.answer('list') is None                                # the live registries answer
+    assert catalog.refresh() and catalog.answer('list') == 'fresh'       # and it is written anew
+    assert not catalog.refresh()                                         # current: nothing to write
