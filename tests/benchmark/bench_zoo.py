@@ -5,7 +5,7 @@ Run: ``python -m tests.benchmark.bench_zoo [CONFIG ...] [--env-steps N] [--seeds
 steps). Each run is a fresh subprocess writing under a temporary folder; one JSON line per run goes to ``--out``
 (appended) and the console. With ``--keep DIR`` each run's ``evaluator.csv`` is kept as
 ``DIR/<config>_seed<N>/log/evaluator.csv``, which ``ding_lite plot DIR/<config>_seed*`` draws. These are the
-figures in the configs' ``Expected:`` paragraphs and the README's zoo table and curves.
+figures in the configs' ``Expected:`` paragraphs and docs/configs.md's zoo table and curves.
 """
 from __future__ import annotations
 

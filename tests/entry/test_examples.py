@@ -1,5 +1,6 @@
-"""The README's "Your own env" examples (``docs/examples/``) run from their config files alone, for a few hundred
-env steps: a Dict observation flattened and normalised, and CarRacing's grey frames stacked for the conv encoder."""
+"""The "Your own env" examples of docs/plugins.md (``docs/examples/``) run from their config files alone, for a few
+hundred env steps: a Dict observation flattened and normalised, and CarRacing's grey frames stacked for the conv
+encoder."""
 from __future__ import annotations
 
 import os
