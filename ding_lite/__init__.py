@@ -19,16 +19,22 @@ _LAZY = {
                            'get_train_sample'),
     # upper layers, imported only when asked for: the core never imports them at module level
     'policy_zoo': ('Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'create_policy', 'get_policy_cls'),
-    'entry': ('serial_pipeline', 'serial_pipeline_sqil', 'collect_demo_data', 'parallel_pipeline', 'load_policy'),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
 
+def _entry_names() -> list[str]:
+    """The pipelines' public names: ``entry.__all__``, the one list (entry's package imports nothing heavy)."""
+    return list(importlib.import_module('entry').__all__)
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'ding_lite' has no attribute {name!r}")
-    return getattr(importlib.import_module(_WHERE[name]), name)
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    if not name.startswith('_') and name in _entry_names():
+        return getattr(importlib.import_module('entry'), name)
+    raise AttributeError(f"module 'ding_lite' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_WHERE))
+    return sorted(list(globals()) + list(_WHERE) + _entry_names())

@@ -1,5 +1,5 @@
-"""Pipelines, their tools and the command line: ``pipeline/`` (the serial pipelines, one seed or many, SQIL, and the
-run's steps and life cycle), ``parallel/`` (the Ray pipeline and its actors), ``tools/`` (acting with, evaluating,
+"""Pipelines, their tools and the command line: ``pipeline/`` (the serial pipelines, one seed or many, SQIL,
+offline training, the hyperparameter search, and the run's steps and life cycle), ``parallel/`` (the Ray pipeline and its actors), ``tools/`` (acting with, evaluating,
 exporting, plotting and finding runs), ``cli.py``. docs/ARCHITECTURE.md draws them.
 
 The names below are imported on first use, so that ``ding_lite plot`` and the other tools start without torch.
