@@ -161,6 +161,8 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
         while not interrupted.is_set() and learner.train_iter < max_train_iter and not driver.done():
             driver.step()
         driver.finish_evaluation(interrupted)
+        if not interrupted.is_set() and not driver.stopped:  # its budget used: its last weights evaluated
+            driver.evaluate_last(interrupted)
     after_run(cfg, learner, interrupted.is_set())
     driver.summarise(interrupted.is_set())
 
@@ -249,9 +251,20 @@ class Driver:
         if loop.envstep < self._max_env_step and not self._stop:
             self.request_collect(slot)
 
-    def _maybe_evaluate(self) -> None:
+    @property
+    def stopped(self) -> bool:
+        """An evaluation reached the stop value."""
+        return self._stop
+
+    def evaluate_last(self, interrupted: threading.Event) -> None:
+        """A run that ends on its budget evaluates the weights it ends with (unless it just did), as the serial
+        pipeline does."""
+        self._maybe_evaluate(at_end=True)
+        self.finish_evaluation(interrupted)
+
+    def _maybe_evaluate(self, at_end: bool = False) -> None:
         slot, train_iter = self._pool.evaluator, self._learner.train_iter
-        if slot.ref is None and self._run.evaluator.should_eval(train_iter):
+        if slot.ref is None and self._run.evaluator.should_eval(train_iter, at_end):
             weights = self._pool.broadcast(train_iter, fresh=True)
             # ckpt_best must hold the weights evaluated, not the newer ones the learner has when the result is in
             state = copy.deepcopy(self._learner.checkpoint_state())

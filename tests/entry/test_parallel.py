@@ -189,25 +189,30 @@ def test_actors_adapt_spaces_as_the_serial_pipeline_and_normalise_with_the_drive
 def test_actors_act_with_the_drivers_model_and_weights_travel_once_per_broadcast(tmp_path, local_ray,
                                                                                  monkeypatch):
     """A user's model instance is what the actors act with: the evaluation at iteration 0 equals a serial
-    evaluation of its weights. Each broadcast is one ``ray.put`` shared by every collector, not one per actor."""
+    evaluation of its weights (and the one at the budget's end, of the weights it ends with). Each broadcast is one
+    ``ray.put`` shared by every collector, not one per actor."""
     from ding_lite.model import ContinuousQAC
     from entry import eval as evaluate
     puts = []
     monkeypatch.setattr(ray, 'put', lambda value, **kw: puts.append(value) or ray_put(value, **kw))
     main, create = _tiny(tmp_path, weight_sync_interval=5)
-    main.policy.eval.evaluator.eval_freq = 10 ** 6  # only the evaluation at iteration 0
+    main.policy.eval.evaluator.eval_freq = 10 ** 6  # only the evaluations at iteration 0 and at the end
     torch.manual_seed(123)
     model = ContinuousQAC(obs_shape=3, action_shape=1, twin_critic=True, actor_head_hidden_size=16,
                           critic_head_hidden_size=16)
     initial = copy.deepcopy(model.state_dict())
     policy = parallel_pipeline((main, create), seed=3, model=model, max_env_step=200)
     assert policy.model is model
+    rows = [row.split(',') for row in (tmp_path / 'tiny' / 'log' / 'evaluator.csv').read_text().splitlines()[1:]]
+    last = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))
+    train_iter = last['last_iter']
+    assert [int(row[0]) for row in rows] == [0, train_iter]
+    first = {'model': initial, 'target_model': initial}
+    assert float(rows[0][3]) == pytest.approx(evaluate((main, create), seed=3, state_dict=first), rel=1e-5)
+    assert float(rows[1][3]) == pytest.approx(evaluate((main, create), seed=3, state_dict=last), rel=1e-5)
     best = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar'))
-    assert best['last_iter'] == 0 and all(torch.equal(best['model'][k], v) for k, v in initial.items())
-    first = float((tmp_path / 'tiny' / 'log' / 'evaluator.csv').read_text().splitlines()[1].split(',')[3])
-    assert first == pytest.approx(evaluate((main, create), seed=3, state_dict=best), rel=1e-5)
+    assert best['last_iter'] in (0, train_iter)  # the better of the two
     weights = [p for p in puts if isinstance(p, dict) and 'actor.0.0.weight' in p]
-    train_iter = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))['last_iter']
     assert 1 <= len(weights) <= train_iter // 5 + 2  # one per interval (+ the evaluation's), for both collectors
 
 
