@@ -1,6 +1,7 @@
 """Pipelines, their tools and the command line: ``pipeline/`` (the serial pipelines, one seed or many, SQIL,
-offline training, the hyperparameter search, and the run's steps and life cycle), ``parallel/`` (the Ray pipeline and its actors), ``tools/`` (acting with, evaluating,
-exporting, plotting and finding runs), ``cli.py``. docs/ARCHITECTURE.md draws them.
+offline training, the hyperparameter search, and the run's steps and life cycle), ``parallel/`` (the Ray pipeline
+and its actors), ``tools/`` (acting with, evaluating, exporting, plotting and finding runs), ``cli.py``.
+docs/ARCHITECTURE.md draws them.
 
 The names below are imported on first use, so that ``ding_lite plot`` and the other tools start without torch.
 DI-engine's module paths import too (``from entry.serial_entry_sqil import serial_pipeline_sqil``, as DI-engine's

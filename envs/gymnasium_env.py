@@ -183,13 +183,17 @@ class GymnasiumEnv(BaseEnv):
     def step(self, action: Any) -> BaseEnvTimestep:
         obs, reward, terminated, truncated, info = self._advance(self._action(action))
         done = bool(terminated or truncated)
-        info = dict(info)  # ours to add to: an env may hand out the same dict every step
-        info['TimeLimit.truncated'] = bool(truncated and not terminated)
-        if done:
-            info['eval_episode_return'] = self._episode_return
         reward = self._train_reward(reward)
         return BaseEnvTimestep(obs, np.float32(reward) if np.ndim(reward) == 0 else np.asarray(reward, np.float32),
-                               done, info)
+                               done, self._info(info, terminated, truncated))
+
+    def _info(self, info: dict, terminated: bool, truncated: bool) -> dict:
+        """A step's info as the workers read it: ``TimeLimit.truncated``, and at an episode's end its return in the
+        env's own units (a copy: an env may hand out the same dict every step)."""
+        info = {**info, 'TimeLimit.truncated': bool(truncated and not terminated)}
+        if terminated or truncated:
+            info['eval_episode_return'] = self._episode_return
+        return info
 
     def _advance(self, env_action: Any) -> tuple[Any, Any, bool, bool, dict]:
         """gymnasium's step with an action in the env's own space, counted into the episode; float64 obs as
@@ -208,8 +212,8 @@ class GymnasiumEnv(BaseEnv):
                   ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, dict[int, dict]] | None:
         """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
         action space: ``(obs, reward (float64 of step's float32), done, terminated, {k: info of an ended
-        episode's last step, as ``step`` gives it})``. None where this type changed ``step`` or ``_action`` (each env then steps on its
-        own)."""
+        episode's last step, as ``step`` gives it})``. None where this type changed ``step`` or ``_action`` (each env
+        then steps on its own)."""
         if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
             return None
         first = envs[0]
@@ -227,9 +231,8 @@ class GymnasiumEnv(BaseEnv):
             reward.append(env._train_reward(r) if shaped else r)
             done.append(term or trunc)
             terminated.append(term)
-            if term or trunc:  # as step gives it
-                ended_info[k] = {**info, 'TimeLimit.truncated': bool(trunc and not term),
-                                 'eval_episode_return': env._episode_return}
+            if term or trunc:
+                ended_info[k] = env._info(info, term, trunc)
         return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
                 np.array(terminated, bool), ended_info)
 

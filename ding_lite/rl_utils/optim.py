@@ -49,8 +49,6 @@ class FusedAdam(torch.optim.Adam):
             return super().step(closure)
         for params, exp_avgs, exp_avg_sqs, steps, group in groups:
             grads = [p.grad for p in params]
-            if any(g is None for g in grads):
-                return super().step()
             torch._foreach_add_(steps, 1)
             beta1, beta2 = group['betas']
             torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group['lr'],
@@ -67,20 +65,25 @@ class FusedAdam(torch.optim.Adam):
 
     def _fast_groups(self) -> list | None:
         """Per param group ``(params, exp_avgs, exp_avg_sqs, steps, group)`` from the live state (made where a
-        parameter has none yet, as ``Adam.step`` makes it); None where the fast path does not apply."""
+        parameter has none yet, as ``Adam.step`` makes it); None where the fast path does not apply (a missing
+        grad among them)."""
         groups = []
         for group in self.param_groups:
             params = group['params']
             if group['amsgrad'] or group['differentiable'] or not group['fused'] or \
-                    group.get('decoupled_weight_decay') or len({(p.device, p.dtype) for p in params}) > 1 or \
-                    any(p.grad is None or (p in self.state and 'exp_avg' not in self.state[p]) for p in params):
+                    group.get('decoupled_weight_decay') or len({(p.device, p.dtype) for p in params}) > 1:
                 return None
+            states = []
             for param in params:
+                if param.grad is None:
+                    return None
                 if param not in self.state:  # Adam's first step's state: moments of zeros, a float32 step count
                     self.state[param] = {'step': torch.zeros((), dtype=torch.float32, device=param.device),
                                          'exp_avg': torch.zeros_like(param, memory_format=torch.preserve_format),
                                          'exp_avg_sq': torch.zeros_like(param, memory_format=torch.preserve_format)}
-            states = [self.state[p] for p in params]
+                elif 'exp_avg' not in self.state[param]:
+                    return None
+                states.append(self.state[param])
             groups.append((params, [s['exp_avg'] for s in states], [s['exp_avg_sq'] for s in states],
                            [s['step'] for s in states], group))
         return groups

@@ -54,7 +54,8 @@ def write() -> str:
 def refresh() -> bool:
     """Write the catalog where it is missing or stale and no plugin adds to the registries (and the folder is
     writable); whether it did."""
-    if _plugins() or _read() is not None and _read().get('source_hash') == source_hash():
+    catalog = _read()
+    if _plugins() or catalog is not None and catalog.get('source_hash') == source_hash():
         return False
     try:
         write()

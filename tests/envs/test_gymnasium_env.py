@@ -149,7 +149,8 @@ def test_minigrid_by_package_id_names_its_mission_key_and_the_wrapper_that_drops
     pytest.importorskip('minigrid', reason="the minigrid extra: pip install 'ding-lite[minigrid]'")
     from ding_lite.config import ConfigError
     with pytest.raises(ConfigError, match=r"env 'minigrid:MiniGrid-Empty-5x5-v0': observation\['mission'\] is a "
-                                          r"MissionSpace: text \(MiniGrid's mission\).*'minigrid.wrappers.ImgObsWrapper'"):
+                                          r"MissionSpace: text \(MiniGrid's mission\).*"
+                                          r"'minigrid.wrappers.ImgObsWrapper'"):
         GymnasiumEnv(dict(env_id='minigrid:MiniGrid-Empty-5x5-v0'))
     env = GymnasiumEnv(dict(env_id='minigrid:MiniGrid-Empty-5x5-v0', wrappers=['minigrid.wrappers.ImgObsWrapper']))
     env.seed(0)
