@@ -58,7 +58,7 @@ FEATURES: dict[str, Feature] = {
     'priority_IS_weight': Feature('policy.priority_IS_weight', 'importance-sampling weights',
                                   lambda cfg: bool(_policy('priority_IS_weight')(cfg))),
     'overlap': Feature('policy.collect.overlap', 'overlapped collection (overlap=True)',
-                       lambda cfg: _policy('collect', 'overlap')(cfg) is True),
+                       lambda cfg: _policy('collect', 'overlap')(cfg) in (True, 'process', 'stream')),
     'cuda_graph': Feature('policy.learn.cuda_graph', 'CUDA graphs', lambda cfg: bool(
         _policy('learn', 'cuda_graph')(cfg))),
     'load_before_run': Feature('policy.learn.learner.hook.load_ckpt_before_run', 'a load before the run (whole or '

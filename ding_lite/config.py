@@ -222,6 +222,8 @@ def _merge_value(default: Any, value: Any, path: str, docs: Mapping[str, str] | 
 # keys whose value may also be a list of values of their default's type (several checkpoints to load; a gamma per
 # dimension of a multi-dimensional reward)
 ALSO_A_LIST = ('learn.learner.hook.load_ckpt_before_run', 'learn.discount_factor')
+# keys whose value may also be one of these names (policy.collect.overlap: True, False, or a named form)
+ALSO_NAMED = {'collect.overlap': ('auto', 'process', 'stream')}
 
 
 def _check_type(default: Any, value: Any, path: str) -> Any:
@@ -229,10 +231,14 @@ def _check_type(default: Any, value: Any, path: str) -> Any:
         return value
     if isinstance(value, (list, tuple)) and path.endswith(ALSO_A_LIST) and value:
         return [_check_type(default, item, f"{path}[{i}]") for i, item in enumerate(value)]
+    names = next((names for key, names in ALSO_NAMED.items() if path.endswith(key)), ())
+    if isinstance(value, str) and value in names:
+        return value
     expected = type(default)
     if expected is bool:
         ok = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
-        return _typed(ok, bool(value) if ok else value, path, 'a bool')
+        return _typed(ok, bool(value) if ok else value, path,
+                      'a bool' + (f" or one of {', '.join(map(repr, names))}" if names else ''))
     if expected is int:
         if isinstance(value, float) and value.is_integer():
             return int(value)

@@ -28,7 +28,8 @@ halfcheetah_sac_config = dict(
             learning_rate_policy=1e-3,
             learning_rate_alpha=3e-4,
         ),
-        collect=dict(n_sample=1),
+        # on a GPU learner, collect from a weight snapshot while the update runs (a CPU run keeps the strict order)
+        collect=dict(n_sample=1, overlap='auto'),
         eval=dict(evaluator=dict(eval_freq=10000)),  # train iterations (= env steps here)
         other=dict(replay_buffer=dict(replay_buffer_size=int(1e6))),
     ),

@@ -20,6 +20,7 @@ from ding_lite.model.recurrent import Memory
 from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
 from ding_lite.rl_utils import get_train_sample
 from ding_lite.utils import resolve_device
+from ding_lite.utils.snapshot import SnapshotActor
 
 ENTROPY_WINDOW = 1000  # the latest collect forwards that collector/entropy averages over
 
@@ -214,6 +215,7 @@ class Policy:
     # ---- collect / eval ----
     def _init_collect(self) -> None:
         self._collect_model = model_wrap(self._model, self.collect_wrapper)
+        self._snapshot: SnapshotActor | None = None  # act_from_snapshot's
         self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # the buffer cuts a recurrent model's
         self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
 
@@ -231,6 +233,19 @@ class Policy:
         self.record_collect(output, kwargs)
         return output
 
+    def act_from_snapshot(self) -> None:
+        """Collect from a copy of the acting weights taken at each ``refresh_snapshot()`` (the run calls it before
+        each learn round): ``policy.collect.overlap`` in this process. On CUDA the collect forward then runs
+        on a stream of its own and never waits for the learn steps queued since (``SnapshotActor``)."""
+        self._snapshot = SnapshotActor(self._model, self._device)
+        self._collect_model = model_wrap(self._snapshot.model, self.collect_wrapper)
+
+    def refresh_snapshot(self) -> None:
+        """``act_from_snapshot``'s copy of the weights as they stand after the learn steps so far (a no-op
+        without one)."""
+        if self._snapshot is not None:
+            self._snapshot.refresh()
+
     def _collect_kwargs(self, obs: Any, **kwargs: Any) -> dict[str, Any]:
         """The keywords of a collect forward on ``obs`` (an exploration schedule's value): the forward's
         host-side part, kept apart from ``_collect_act`` so that a run of many seeds maps only the latter."""
@@ -239,7 +254,10 @@ class Policy:
     def _collect_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
         """The collect model's outputs on stacked observations: no state changes (a run of many seeds maps it over
         its seed axis)."""
-        output = self._act(self._collect_model, obs, **kwargs)
+        if self._snapshot is None:
+            output = self._act(self._collect_model, obs, **kwargs)
+        else:
+            output = self._snapshot.act(lambda o: self._act(self._collect_model, o, **kwargs), obs)
         if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: kept as one [B, 2, A] tensor
             output['logit'] = torch.stack(list(output['logit']), dim=1)
         return output
@@ -284,7 +302,9 @@ class Policy:
         (a recurrent model's): the envs' states and previous action and reward (``EnvMemory.inputs``)."""
         if model.training:  # the learn mode leaves the shared model in training mode
             set_training(model, False)
-        obs = self._normalize_obs(obs.to(self._device))
+        norm = getattr(model, 'obs_norm', None)  # the model's own: a collect snapshot's statistics are its own
+        obs = obs.to(self._device)
+        obs = obs if norm is None else norm(obs)
         if memory is not None:  # one step of each env's sequence
             step = {k: v.to(self._device).unsqueeze(1) for k, v in memory.items() if k != 'state'}
             obs = Memory(obs.unsqueeze(1), memory['state'].to(self._device), **step)
@@ -307,13 +327,22 @@ class Policy:
 
     # ---- state ----
     def _state_dict_collect(self) -> dict[str, Any]:
-        return {'model': self._model.state_dict()}
+        snapshot = {} if self._snapshot is None else {'snapshot': self._snapshot.state_dict()}
+        return {'model': self._model.state_dict(), **snapshot}
 
     def _load_state_dict_collect(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
+        if self._snapshot is not None:  # the weights it acted with, else the model's (a strict run's resume point)
+            if 'snapshot' in state:
+                self._snapshot.load_state_dict(state['snapshot'])
+            else:
+                self._snapshot.refresh()
 
-    _state_dict_eval = _state_dict_collect
-    _load_state_dict_eval = _load_state_dict_collect
+    def _state_dict_eval(self) -> dict[str, Any]:
+        return {'model': self._model.state_dict()}
+
+    def _load_state_dict_eval(self, state: dict[str, Any]) -> None:
+        self._model.load_state_dict(state['model'])
 
     def _reset_learn(self, data_id: list[int] | None = None) -> None:
         pass

@@ -15,6 +15,8 @@ from ding_lite.data import PrioritizedReplayBuffer
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.worker import load_checkpoint
 from entry import serial_pipeline, serial_pipeline_sqil
+from entry.pipeline.config_input import compile_run
+from entry.pipeline.run_parts import create_run_policy
 from policy_zoo import SACPolicy, SQILSACPolicy
 from tests.conftest import synthetic_demo
 
@@ -258,3 +260,60 @@ def test_a_host_batch_pushed_to_a_cuda_buffer_arrives_unchanged_field_by_field()
     buffer.push(data)                                   # the float fields travel packed, split again on the GPU
     for key, value in data.items():
         assert torch.equal(buffer._storage[(key,)][:5].cpu(), value)
+
+
+def test_acting_from_a_snapshot_does_not_wait_for_the_learners_queued_work(tiny_pendulum):
+    """``overlap='stream'``: the collect forward runs on a stream of its own from the weights of the last refresh,
+    so it returns while the learner's stream is still busy (a spinning kernel queued there), and its actions are
+    those of the snapshot's weights, on the host."""
+    main, create = tiny_pendulum
+    main.policy.cuda = True
+    cfg, _ = compile_run((main, create), 0, False, None)
+    policy = create_run_policy(cfg)
+    policy.act_from_snapshot()
+    obs = torch.randn(4, 3)
+    policy.collect_mode.forward_batch(obs)                 # first use: streams, events, pinned blocks
+    expected = policy.eval_mode.forward_batch(obs)['action'].cpu()
+    with torch.no_grad():
+        for p in policy.model.actor.parameters():          # queued on the learner's stream: not in the snapshot
+            p.add_(0.5)
+    torch.cuda._sleep(2 ** 31)                             # about a second of the learner's stream
+    output = policy.collect_mode.forward_batch(obs)
+    busy = not torch.cuda.current_stream().query()
+    torch.cuda.synchronize()
+    assert busy and output['action'].device.type == 'cpu'
+    torch.testing.assert_close(output['logit'][:, 0].tanh(), expected, rtol=1e-5, atol=1e-5)
+    policy.refresh_snapshot()
+    fresh = policy.collect_mode.forward_batch(obs)['logit'][:, 0].tanh()
+    torch.testing.assert_close(fresh, policy.eval_mode.forward_batch(obs)['action'].cpu(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_stream_overlapped_run_on_cuda_learns_and_keeps_its_snapshot_in_resume_points(on_cuda):
+    main, create = on_cuda
+    main.policy.collect.overlap = 'stream'
+    main.policy.learn.cuda_graph = True
+    main.policy.learn.learner.hook.save_ckpt_after_iter = 50
+    policy = serial_pipeline((main, create), seed=0, max_env_step=400)
+    assert policy._snapshot is not None and not policy._update.eager
+    assert DeviceCheckingSAC.sampled == DeviceCheckingSAC.devices == {'cuda:0'}
+    state = load_checkpoint(f'{main.exp_name}/ckpt/ckpt_last.pth.tar')
+    assert state['run']['collector']['policy']['snapshot'].keys() >= {'actor.0.0.weight'}
+
+
+def test_many_seeds_share_one_captured_update_that_matches_the_eager_one(monkeypatch):
+    from entry.pipeline.seed_axis import SeedAxis
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    axes = []
+    for graphed in (True, False):
+        torch.manual_seed(0)
+        axes.append(SeedAxis([_cuda_policy(cuda_graph=graphed) for _ in range(3)]))
+    graphed, eager = axes
+    for seed in range(8):                                  # 3 warm-up steps, the capture, then replays
+        batches = [_cuda_batch(10 * seed + k) for k in range(3)]
+        for got, expected in zip(graphed.forward(batches), eager.forward(batches)):
+            assert got.keys() == expected.keys()
+            for key in expected:
+                torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-5)
+    assert not graphed.lead._update.eager and len(graphed.lead._update._graphs) == 1
+    for a, b in zip(graphed.lead.model.parameters(), eager.lead.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -13,7 +13,7 @@ from torch import Tensor
 from ..registry import BUFFER_REGISTRY, import_names
 from ..utils.checkpoint import load_file, save_file
 from ..utils.default_config import ConfigError, ConfigWarning, class_default_config, with_defaults
-from ..utils.device import resolve_device
+from ..utils.device import resolve_device, to_device
 from .collate import Batch, batch_len, default_collate, flatten_batch, unflatten_batch
 
 BUFFER_FILE_VERSION = 2
@@ -24,7 +24,7 @@ def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], to
            device: torch.device) -> dict[tuple[str, ...], Tensor]:
     """``flat``'s fields as ``dtypes`` on ``device``. Host fields bound for another device travel as one copy per
     dtype (the fields side by side, split again there) instead of one per field: a transition's obs, action, reward
-    and next obs make one host-to-device copy, not four."""
+    and next obs make one host-to-device copy, not four, and it does not wait for the device's queued work."""
     out, groups = {}, {}
     for path, value in flat.items():
         if value.device == device or device.type == 'cpu':
@@ -34,7 +34,7 @@ def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], to
     for dtype, paths in groups.items():
         n = flat[paths[0]].shape[0]
         rows = [flat[p].to(dtype).reshape(n, -1) for p in paths]
-        packed = (rows[0] if len(rows) == 1 else torch.cat(rows, 1)).to(device)
+        packed = to_device(rows[0] if len(rows) == 1 else torch.cat(rows, 1), device)
         for path, part in zip(paths, packed.split([r.shape[1] for r in rows], 1)):
             out[path] = part.reshape(flat[path].shape)
     return out

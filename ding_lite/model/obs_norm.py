@@ -6,6 +6,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..utils.device import to_device
+
 
 class RunningObsNorm(nn.Module):
     """``clip((obs - mean) / sqrt(var + eps))`` with the mean and variance of every observation passed to ``update``.
@@ -28,7 +30,7 @@ class RunningObsNorm(nn.Module):
     @torch.no_grad()
     def update(self, obs: Tensor) -> None:
         """Fold a batch ``[N, *shape]`` of observations into the statistics."""
-        obs = obs.to(self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
+        obs = to_device(obs, self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
         n = obs.shape[0]
         if n == 0:
             return

@@ -62,7 +62,7 @@ class CudaGraphStep:
             if self._eager_calls < self._warmup:
                 self._eager_calls += 1
                 return self._side_stream(batch)
-            entry = self._capture(flat, key)
+            entry = self._capture(flat, key, type(batch) if isinstance(batch, dict) else None)
             if entry is None:
                 return self._step(batch)
         else:
@@ -78,11 +78,13 @@ class CudaGraphStep:
         torch.cuda.current_stream(self._device).wait_stream(stream)
         return output
 
-    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple) -> _Captured | None:
+    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple, kind: type | None) -> _Captured | None:
+        """Capture the step on static copies of ``flat``, given to it as a ``Batch``, or as a dict of the type
+        ``kind`` where the caller's batch was one (a run of many seeds passes its own)."""
         static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
 
         def packed_step() -> tuple[list[str], Tensor, dict[str, Tensor]]:
-            output = self._step(unflatten_batch(static))
+            output = self._step(unflatten_batch(static) if kind is None else _as_dict(static, kind))
             names = [k for k, v in output.items() if v.dim() == 0 and v.dtype == torch.get_default_dtype()]
             vector = torch.stack([output[k] for k in names]) if names else torch.zeros(0, device=self._device)
             return names, vector, {k: v for k, v in output.items() if k not in names}
@@ -105,3 +107,14 @@ class CudaGraphStep:
         with torch.cuda.graph(graph, capture_error_mode='thread_local'):  # other threads may use CUDA meanwhile
             output = fn()
         return graph, output
+
+
+def _as_dict(flat: dict[tuple[str, ...], Tensor], kind: type) -> dict:
+    """``flat`` as a tree of dicts whose root is a ``kind``."""
+    tree = kind()
+    for path, tensor in flat.items():
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = tensor
+    return tree

@@ -14,3 +14,16 @@ def resolve_device(cuda: bool, device: str | None = None) -> str:
         warnings.warn(f"device {wanted!r} was asked for but CUDA is not available; running on the CPU", stacklevel=2)
         return 'cpu'
     return wanted
+
+
+def to_device(value: torch.Tensor, device: torch.device | str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``value.to(device, dtype)``; a host tensor bound for a CUDA device goes through pinned memory without a
+    host sync, so the copy queues behind the stream's work instead of waiting for it (a pageable copy waits for
+    every kernel queued on the stream, a learn step's included). torch's pinned-memory cache keeps the staging
+    buffer until the copy is done."""
+    device = torch.device(device)
+    if device.type != 'cuda' or value.device.type != 'cpu':
+        return value.to(device, dtype)
+    if dtype is not None and value.dtype != dtype:
+        value = value.to(dtype)
+    return value.pin_memory().to(device, non_blocking=True)

@@ -298,8 +298,10 @@ class _SerialCollector:
         self._env.load_state_dict(state['env'])
         if self._memory is not None and 'memory' in state:
             self._memory.load_state_dict(state['memory'])
-        if state['policy']:
-            self._policy.load_state_dict({**self._policy.state_dict(), **state['policy']})
+        current = self._policy.state_dict()
+        if state['policy'] or 'snapshot' in current:  # what it lacks stays; a collect snapshot, from the model
+            current.pop('snapshot', None)
+            self._policy.load_state_dict({**current, **state['policy']})
 
     def close(self) -> None:
         if self._env is not None:

@@ -16,7 +16,6 @@ _ONE_BY_ONE = {
     'reward_model_schedule': _NOT_STACKED.format("reward models are"),
     'cloning': _NOT_STACKED.format("demonstrations are"),
     'reward_vector': _NOT_STACKED.format("reward heads are"),
-    'cuda_graph': "one graph is captured per policy",
 }
 
 SERIAL = Pipeline('serial', '-m serial', _ALL - {'data_path'}, refuses={'data_path': _DATA_PATH})

@@ -37,25 +37,36 @@ def small_nets(cfg: EasyDict, stacked: int = 1) -> bool:
     return stacked * cfg.policy.learn.batch_size * max(widths, default=0) ** 2 < SMALL_WORK
 
 
-def overlap_collection(cfg: EasyDict) -> bool:
-    """Whether the run collects in a child process while it learns (``policy.collect.overlap``: True, False, or
-    'auto': where the learner leaves a core to the child, i.e. it runs on a GPU, or on one CPU thread (small nets)
-    beside another core). Only the base manager's in-process envs can be forked: True with another is refused."""
+OVERLAP = (True, False, 'auto', 'process', 'stream')  # policy.collect.overlap's values
+
+
+def overlap_collection(cfg: EasyDict) -> str | None:
+    """How the run collects while it learns (``policy.collect.overlap``), None where it collects, stores and learns
+    in order. ``'stream'``: in this process from a snapshot of the weights taken before each learn round
+    (``Policy.act_from_snapshot``; on CUDA on a stream of its own, so the envs step while the GPU learns);
+    ``'process'``: in a forked child process (only the base manager's in-process envs fork). True picks the stream
+    on a CUDA learner, else the process; 'auto' too, but on a CPU learner only where it leaves a core to the child
+    (small nets on one thread beside another core)."""
     overlap = cfg.policy.collect.get('overlap', False)
-    if overlap not in (True, False, 'auto'):
-        raise ConfigError(f"policy.collect.overlap must be True, False or 'auto', got {overlap!r}")
+    if not any(overlap is value or isinstance(value, str) and overlap == value for value in OVERLAP):
+        raise ConfigError(f"policy.collect.overlap must be one of {', '.join(map(repr, OVERLAP))}, got {overlap!r}")
     if not overlap:
-        return False
+        return None
+    if overlap == 'stream' or overlap in (True, 'auto') and cfg.policy.device != 'cpu':
+        return 'stream'
     manager = cfg.env.manager.get('type', 'base')
     forkable = manager == 'base' and 'fork' in mp.get_all_start_methods()
-    if overlap is True and not forkable:
-        raise ConfigError(f"policy.collect.overlap=True steps the collector's envs in a forked process, which "
-                          f"needs env_manager type 'base' (in-process envs) and the 'fork' start method (Linux), got "
-                          f"{manager!r}: set policy.collect.overlap=False or env_manager.type='base'")
-    if overlap is True or not forkable or cfg.policy.learn.learner.get('num_threads'):
-        return overlap is True
+    if overlap != 'auto' and not forkable:
+        raise ConfigError(f"policy.collect.overlap={overlap!r} steps the collector's envs in a forked process on a "
+                          f"CPU learner, which needs env_manager type 'base' (in-process envs) and the 'fork' start "
+                          f"method (Linux), got {manager!r}: set policy.collect.overlap=False or 'stream' (in this "
+                          f"process), or env_manager.type='base'")
+    if overlap != 'auto':
+        return 'process'
+    if not forkable or cfg.policy.learn.learner.get('num_threads'):
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
-    return cfg.policy.device != 'cpu' or small_nets(cfg) and cores >= 2
+    return 'process' if small_nets(cfg) and cores >= 2 else None
 
 
 def threads_for(cores: int, others_busy: float, reserved_cpus: float, limit: int) -> int:

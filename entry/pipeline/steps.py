@@ -27,10 +27,11 @@ from .run_parts import build_envs, collect_batch, create_run_policy, random_coll
 
 
 def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,
-                 save_cfg: bool = True, overlap: bool | None = None) -> SimpleNamespace:
+                 save_cfg: bool = True, overlap: str | bool | None = None) -> SimpleNamespace:
     """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked against each other
     (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded.
-    ``overlap``: whether it collects in a child process while it learns (None: ``overlap_collection(cfg)``)."""
+    ``overlap``: how it collects while it learns, ``'process'`` or ``'stream'`` (None: ``overlap_collection(cfg)``;
+    False: in order)."""
     env_setting = vec_env_setting(cfg.env, env_setting)
     collector_env, evaluator_env = build_envs(cfg, env_setting)
     with closed_on_error([collector_env, evaluator_env]) as closables:
@@ -58,7 +59,7 @@ def bind_goals(buffer: HerReplayBuffer, env_setting: tuple) -> Any:
 
 
 def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None,
-                 overlap: bool) -> SimpleNamespace:
+                 overlap: str | bool | None) -> SimpleNamespace:
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if cfg.policy.deterministic:
         set_deterministic(True)
@@ -72,8 +73,10 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
     collector.episode_fields = cfg.policy.other.replay_buffer.type == 'her'
-    if overlap:  # after on_nonfinite and norm_reward: the child collector takes them along
+    if overlap == 'process':  # after on_nonfinite and norm_reward: the child collector takes them along
         collector = OverlappedCollector(collector, policy, cfg.seed)
+    elif overlap == 'stream':
+        policy.act_from_snapshot()
     learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
                           evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
@@ -194,6 +197,7 @@ def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[
     with timer.phase('collect'):
         batch = collect_batch(collector, cfg.policy.collect.n_sample, learner.train_iter)
     store_round(cfg, run, batch, after_collect, progress)
+    run.policy.refresh_snapshot()  # (acting from one) the weights before this round's learn steps
     if isinstance(collector, OverlappedCollector):  # the next round, collected while this one's updates run
         collector.prefetch(cfg.policy.collect.n_sample, learner.train_iter)
     return False

@@ -1,22 +1,27 @@
-"""The whole loop: HalfCheetah-v5 SAC end to end (1 env, one update per env step), env steps/s over the learning
-phase, against a bare loop of the same math in the same process.
+"""The whole loop: HalfCheetah-v5 SAC end to end (one update per env step), env steps/s over the learning phase,
+against a bare loop of the same math in the same process.
 
-Run: ``python -m tests.benchmark.bench_e2e [--device cuda] [--steps 2000] [--warmup 1000] [--rounds 3]``. Rows:
-the framework's ``serial_pipeline`` parts (the zoo config, hidden 256, batch 256, no evaluation in the window) with
-``policy.collect.overlap`` False (strict: collect, store, learn, in order) and True (the next env step collected in
-a child process while the learner trains), each eagerly and, on CUDA, with ``learn.cuda_graph``; and the bare loop
-(``bare_sac.BareSAC``: actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device, one update).
-Each row runs ``--warmup`` random steps first (not timed), then times ``--steps`` learning steps; rounds
-interleave the rows and the median of each row is reported with its ratio to the bare loop's. ``--profile``
-prints cProfile's top functions for the strict row instead (graphed on CUDA).
+Run: ``python -m tests.benchmark.bench_e2e [--device cuda] [--steps 2000] [--warmup 1000] [--rounds 3]
+[--envs 1,4,16]``. Rows: the framework's ``serial_pipeline`` parts (the zoo config, hidden 256, batch 256, no
+evaluation in the window) with ``policy.collect.overlap`` False (strict: collect, store, learn, in order) and
+overlapped: on the CPU in a child process (``'process'``), on CUDA from a weight snapshot on a side stream
+(``'stream'``), each eagerly and, on CUDA, with ``learn.cuda_graph``; and the bare loop (``bare_sac.BareSAC``:
+actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device, one update). Each row runs
+``--warmup`` random steps first (not timed), then times ``--steps`` learning steps; rounds interleave the rows and
+the median of each row is reported with its ratio to the bare loop's. ``--envs``: the overlapped rows again with
+that many envs (``n_sample`` and ``update_per_collect`` the env count: the replay ratio stays 1, so updates/s equal
+env steps/s). ``--profile`` prints cProfile's top functions for the strict row instead (graphed on CUDA);
+``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the GPU.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import statistics
 import tempfile
 import time
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -33,16 +38,18 @@ from tests.benchmark.bare_sac import BareSAC
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int, tmp: str,
-              profiler: Any = None) -> float:
-    """Env steps/s of the zoo config's run between its first learn step and its last (``profiler`` enabled then)."""
+def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, steps: int, tmp: str,
+              profiler: Any = None, envs: int = 1) -> float:
+    """Env steps/s of the zoo config's run between its first learn step and its last (``profiler`` enabled then),
+    with ``envs`` envs (each round one step of every env, then as many updates)."""
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
     main.exp_name = os.path.join(tmp, f'e2e_{overlap}_{graphed}_{time.monotonic_ns()}')
     main.policy.update(random_collect_size=warmup, cuda=device.startswith('cuda'))
     main.policy.collect.overlap = overlap
     main.policy.learn.cuda_graph = graphed
     main.policy.eval.evaluator.eval_freq = 10 ** 9
-    main.env.update(evaluator_env_num=1, n_evaluator_episode=1)
+    main.env.update(evaluator_env_num=1, n_evaluator_episode=1, collector_env_num=envs)
+    main.policy.collect.n_sample = main.policy.learn.update_per_collect = envs
     if device.startswith('cuda'):
         main.policy.other.replay_buffer.device = device
     cfg, _ = compile_run((main, create), 0, False, None)
@@ -53,7 +60,7 @@ def framework(device: str, overlap: bool, graphed: bool, warmup: int, steps: int
         def timed(batch, envstep=None):
             output = train(batch, envstep)
             marks.append((time.perf_counter(), run.collector.envstep))
-            if profiler is not None and len(marks) == min(50, steps // 10) + 1:
+            if profiler is not None and len(marks) == min(50, steps // 10) + envs:
                 profiler.enable()
             return output
         run.learner.train = timed
@@ -99,15 +106,20 @@ def bare(device: str, warmup: int, steps: int) -> float:
     return (size - (warmup + min(50, steps // 10))) / (time.perf_counter() - start)
 
 
-def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int = 3) -> dict[str, float]:
-    rows = {'strict, eager': (False, False), 'overlapped, eager': (True, False)}
+def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int = 3,
+        envs: tuple[int, ...] = ()) -> dict[str, float]:
+    overlapped = 'stream' if device.startswith('cuda') else 'process'
+    rows = {'strict, eager': (False, False, 1), f'{overlapped}, eager': (overlapped, False, 1)}
     if device.startswith('cuda'):
-        rows |= {'strict, cuda_graph': (False, True), 'overlapped, cuda_graph': (True, True)}
+        rows |= {'strict, cuda_graph': (False, True, 1), 'stream, cuda_graph': ('stream', True, 1)}
+    graphed = device.startswith('cuda')
+    rows |= {f'{overlapped}{", cuda_graph" if graphed else ", eager"}, {n} envs': (overlapped, graphed, n)
+             for n in envs if n > 1}
     rates: dict[str, list[float]] = {name: [] for name in [*rows, 'bare loop']}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
-            for name, (overlap, graphed) in rows.items():
-                rates[name].append(framework(device, overlap, graphed, warmup, steps, tmp))
+            for name, (overlap, graph, n) in rows.items():
+                rates[name].append(framework(device, overlap, graph, warmup, steps, tmp, envs=n))
             rates['bare loop'].append(bare(device, warmup, steps))
     medians = {name: statistics.median(values) for name, values in rates.items()}
     for name, value in medians.items():
@@ -115,6 +127,31 @@ def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int 
               f"(rounds {', '.join(f'{v:.0f}' for v in rates[name])}), ratio to the bare loop "
               f"{value / medians['bare loop']:.2f}", flush=True)
     return medians
+
+
+class SyncAudit:
+    """Where the host waits for the GPU: torch's sync debug mode, on while enabled, its warnings counted by the
+    line of the framework that made them."""
+
+    def __init__(self) -> None:
+        self._catcher = warnings.catch_warnings(record=True)
+        self.records: list = []
+
+    def enable(self) -> None:
+        self.records = self._catcher.__enter__()
+        warnings.simplefilter('always')
+        torch.cuda.set_sync_debug_mode('warn')
+
+    def disable(self) -> None:
+        torch.cuda.set_sync_debug_mode('default')
+        self._catcher.__exit__(None, None, None)
+
+    def report(self, steps: int) -> None:
+        where = collections.Counter(f"{os.path.relpath(r.filename, ROOT)}:{r.lineno}" for r in self.records
+                                    if 'synchroniz' in str(r.message))
+        print(f"host syncs over {steps} learning env steps: {sum(where.values())}")
+        for line, count in where.most_common(20):
+            print(f"  {count:6d}  {line}")
 
 
 def profile(device: str, warmup: int, steps: int, top: int = 35) -> None:
@@ -135,9 +172,17 @@ if __name__ == '__main__':
     parser.add_argument('--warmup', type=int, default=1000)
     parser.add_argument('--steps', type=int, default=2000)
     parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--envs', default='', help="comma-separated env counts for the overlapped row, e.g. 4,16")
     parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
+    parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
     args = parser.parse_args()
     if args.profile:
         profile(args.device, args.warmup, args.steps)
+    elif args.syncs:
+        audit = SyncAudit()
+        with tempfile.TemporaryDirectory() as tmp:
+            rate = framework(args.device, 'stream', True, args.warmup, args.steps, tmp, audit)
+        print(f"stream, cuda_graph under the sync audit: {rate:.0f} env steps/s")
+        audit.report(args.steps)
     else:
-        run(args.device, args.warmup, args.steps, args.rounds)
+        run(args.device, args.warmup, args.steps, args.rounds, tuple(int(n) for n in args.envs.split(',') if n))

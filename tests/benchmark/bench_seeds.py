@@ -31,7 +31,8 @@ STOP, MAX_ENV_STEP = -250.0, 60_000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str = 'cpu') -> dict[str, float]:
+def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str = 'cpu',
+         cuda_graph: bool = False) -> dict[str, float]:
     """``dizoo_configs/<config>_config.py`` over ``seeds`` (one batched run where there are several) for at most
     ``max_env_step``: wall time, and each seed's env steps to ``STOP``."""
     from ding_lite.config import read_config
@@ -39,6 +40,7 @@ def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', f'{config}_config.py'))
     main.exp_name = os.path.join(tmp, f'{config}_seed0')
     main.policy.cuda = device.startswith('cuda')  # the replay buffer follows the learner's device
+    main.policy.learn.cuda_graph = cuda_graph
     start = time.perf_counter()
     serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=max_env_step)
     wall = time.perf_counter() - start
@@ -49,10 +51,10 @@ def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str
     return {'wall_s': wall, 'env_steps': steps}
 
 
-def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str) -> None:
+def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str, cuda_graph: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if mode == 'batched':
-            result = _zoo(config, seeds, tmp, max_env_step, device)
+            result = _zoo(config, seeds, tmp, max_env_step, device, cuda_graph)
         else:  # 'sequential'
             start, steps = time.perf_counter(), {}
             for seed in seeds:
@@ -63,11 +65,12 @@ def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: 
 
 
 def _spawn(mode: str, seeds: list[int], threads: int | None = None, config: str = 'pendulum_sac',
-           max_env_step: int = MAX_ENV_STEP, device: str = 'cpu') -> subprocess.Popen:
+           max_env_step: int = MAX_ENV_STEP, device: str = 'cpu', cuda_graph: bool = False) -> subprocess.Popen:
     env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
     return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
                              '--seeds', ','.join(map(str, seeds)), '--config', config, '--max-env-step',
-                             str(max_env_step), '--device', device], stdout=subprocess.PIPE,
+                             str(max_env_step), '--device', device, *(['--cuda-graph'] if cuda_graph else [])],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
 
 
@@ -92,12 +95,13 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
                         'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
 
 
-def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu') -> dict[str, float]:
+def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu', cuda_graph: bool = False) -> dict[str, float]:
     """The HalfCheetah zoo config on ``device``: the seeds batched, then the first seed alone; updates/s per seed
     end to end."""
     updates = env_steps - 10_000  # its random_collect_size, then one update per env step
-    batched = _result(_spawn('batched', seeds, config='halfcheetah_sac', max_env_step=env_steps, device=device))
-    single = _result(_spawn('batched', seeds[:1], config='halfcheetah_sac', max_env_step=env_steps, device=device))
+    kwargs = dict(config='halfcheetah_sac', max_env_step=env_steps, device=device, cuda_graph=cuda_graph)
+    batched = _result(_spawn('batched', seeds, **kwargs))
+    single = _result(_spawn('batched', seeds[:1], **kwargs))
     return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'],
             'per_seed_batched': updates * len(seeds) / batched['wall_s'], 'per_seed_single': updates / single['wall_s'],
             'peak_rss_gb': batched['peak_rss_gb']}
@@ -106,7 +110,8 @@ def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu') -> dict[s
 SIZES = {'HalfCheetah': (17, 6, 256, 256), 'Pendulum': (3, 1, 128, 128)}  # obs, action, hidden, batch
 
 
-def learn_step(n_seeds: int, updates: int, device: str = 'cpu', sizes: str = 'HalfCheetah') -> dict[str, float]:
+def learn_step(n_seeds: int, updates: int, device: str = 'cpu', sizes: str = 'HalfCheetah',
+               cuda_graph: bool = False) -> dict[str, float]:
     """Updates/s per seed: ``n_seeds`` stacked against one, at a zoo config's sizes, interleaved in blocks."""
     import torch
     from ding_lite.config import compile_config
@@ -116,10 +121,12 @@ def learn_step(n_seeds: int, updates: int, device: str = 'cpu', sizes: str = 'Ha
     obs, act, hidden, batch_size = SIZES[sizes]
     model = dict(obs_shape=obs, action_shape=act, twin_critic=True, actor_head_hidden_size=hidden,
                  critic_head_hidden_size=hidden)
-    main = dict(exp_name='unused', policy=dict(model=model, learn=dict(batch_size=batch_size), device=device))
+    main = dict(exp_name='unused', policy=dict(model=model, learn=dict(batch_size=batch_size, cuda_graph=cuda_graph),
+                                               device=device))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy
     batch = default_collate([{'obs': torch.randn(obs), 'action': torch.rand(act) * 2 - 1, 'reward': 0.0,
                               'next_obs': torch.randn(obs), 'done': False} for _ in range(batch_size)])
+    batch = {key: value.to(device) for key, value in batch.items()}  # as a buffer on the device gives it
     single = create_policy(cfg, enable_field=['learn'])
     axis = SeedAxis([create_policy(cfg, enable_field=['learn']) for _ in range(n_seeds)])
     times = {'single': 0.0, 'stacked': 0.0}
@@ -151,6 +158,7 @@ def main() -> None:
                                                         "step and HalfCheetah end to end")
     parser.add_argument('--skip-pendulum', action='store_true')
     parser.add_argument('--halfcheetah', type=int, default=0, help='also HalfCheetah end to end, this many env steps')
+    parser.add_argument('--cuda-graph', action='store_true', help="learn.cuda_graph (CUDA): one captured update")
     parser.add_argument('--child', default=None)
     parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
     parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
@@ -158,15 +166,15 @@ def main() -> None:
     from entry.pipeline.seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
-        _child(args.child, seeds, args.config, args.max_env_step, args.device)
+        _child(args.child, seeds, args.config, args.max_env_step, args.device, args.cuda_graph)
         return
     if args.halfcheetah:
-        result = halfcheetah(seeds, args.halfcheetah, args.device)
+        result = halfcheetah(seeds, args.halfcheetah, args.device, args.cuda_graph)
         print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched {result['batched_s']:.0f} s "
               f"({result['per_seed_batched']:.1f} updates/s per seed, peak RSS {result['peak_rss_gb']:.2f} GB), one "
               f"seed {result['single_s']:.0f} s ({result['per_seed_single']:.1f} updates/s)", flush=True)
     for sizes in SIZES:
-        step = learn_step(len(seeds), args.updates, args.device, sizes)
+        step = learn_step(len(seeds), args.updates, args.device, sizes, args.cuda_graph)
         print(f"learn step, {sizes} sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
               f"updates/s per seed vs {step['updates_per_s_per_seed_single']:.0f} alone; one stacked step = "
               f"{step['stacked_step_over_single']:.2f}x one seed's", flush=True)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every GPU figure of one session in one run (about 8 minutes on an H100/H200): the CUDA tests, the learn step, the
-# whole loop (bench_e2e) and ten seeds on one GPU (bench_seeds). Run from the repository root on the GPU machine:
+# Every GPU figure of one session in one run (about 9 minutes on an H100/H200): the CUDA tests, the whole loop
+# (bench_e2e, with 1, 4 and 16 envs), ten seeds on one GPU (bench_seeds, graphed), where the overlapped loop still
+# waits for the GPU (bench_e2e --syncs) and the learn step. Run from the repository root on the GPU machine:
 #   bash tests/benchmark/gpu_check.sh [OUTDIR]   (each step has a time limit, so the whole fits in 10 minutes)
 # Its image has torch but not gymnasium, mujoco, easydict, tensorboardX or DI-treetensor: carry them as cp312 wheels
 # in .whl/ (see /work/.library/device/README.md), downloaded here with
@@ -21,7 +22,9 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/devic
 log=$out/gpu_check.log
 step() { echo "== $2" | tee -a "$log"; t=$1; shift 2; timeout "$t" "$@" 2>&1 | tee -a "$log"; }
 step 110 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
-step 190 "whole loop" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1500 --rounds 2
-step 170 "ten seeds on one GPU" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 14000 \
-    --device cuda
-step 90 "learn step" python3 -m tests.benchmark.bench_learn --device cuda --no-compile
+step 200 "whole loop" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1200 --rounds 2 --envs 4,16
+step 150 "ten seeds on one GPU, graphed" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum \
+    --halfcheetah 13000 --device cuda --cuda-graph --updates 200
+step 45 "host syncs of the overlapped graphed loop" python3 -m tests.benchmark.bench_e2e --device cuda --syncs \
+    --steps 500 --warmup 1000
+step 45 "learn step" python3 -m tests.benchmark.bench_learn --device cuda --no-compile

@@ -11,12 +11,16 @@ from ding_lite.utils.cuda_graph import CudaGraphStep
 
 class _Graph:
     """Stands in for ``torch.cuda.CUDAGraph``: ``replay()`` runs the recorded function and writes its outputs into
-    the tensors recording returned, as a replay writes into the captured ones."""
+    the tensors recording returned, as a replay writes into the captured ones. Recording ran it once already: the
+    first replay is that run (a capture records the step and its first replay runs it)."""
 
     def __init__(self, fn, outputs):
-        self.fn, self.outputs = fn, outputs
+        self.fn, self.outputs, self.recorded = fn, outputs, True
 
     def replay(self):
+        if self.recorded:
+            self.recorded = False
+            return
         names, vector, others = self.fn()
         self.outputs[1].copy_(vector)
         for key, value in others.items():

@@ -61,16 +61,21 @@ def test_auto_overlap_where_the_learner_leaves_a_core_free(monkeypatch):
     large.policy.learn.batch_size = 256
     for cfg in (small, large):
         cfg.policy.collect.overlap = 'auto'
-    assert overlap_collection(small) and not overlap_collection(large)   # a 2-thread learner keeps both cores
+    assert overlap_collection(small) == 'process' and not overlap_collection(large)  # a 2-thread learner: both cores
     large.policy.device = 'cuda'
-    assert overlap_collection(large)                                      # a GPU learner leaves the host's cores
+    assert overlap_collection(large) == 'stream'     # a GPU learner: in this process, the GPU's work queued behind
+    large.policy.collect.overlap = True
+    assert overlap_collection(large) == 'stream'
+    large.policy.collect.overlap = 'process'
+    assert overlap_collection(large) == 'process'    # asked for by name
     small.env.manager.type = 'subprocess'
     assert not overlap_collection(small)                                  # only the base manager's envs fork
     monkeypatch.setattr('os.sched_getaffinity', lambda pid: {0})
     small.env.manager.type = 'base'
     assert not overlap_collection(small)                                  # one core: nothing to overlap on
     small.policy.collect.overlap = 'yes'
-    with pytest.raises(ConfigError, match="policy.collect.overlap must be True, False or 'auto', got 'yes'"):
+    with pytest.raises(ConfigError, match="policy.collect.overlap must be one of True, False, 'auto', 'process', "
+                                          "'stream', got 'yes'"):
         overlap_collection(small)
 
 
@@ -90,3 +95,14 @@ def test_offline_learns_on_the_thread_rule_of_every_pipeline(tmp_path, monkeypat
     torch.set_num_threads(3)
     serial_pipeline_offline((main, create), seed=0, max_train_iter=4)
     assert seen == [num_threads or 1] * 4
+
+
+def test_overlap_takes_its_named_forms_in_a_config_and_refuses_others():
+    from ding_lite.config import ConfigError
+    for name in ('auto', 'process', 'stream'):
+        main = dict(TINY_PENDULUM, policy=dict(TINY_PENDULUM['policy'], collect=dict(n_sample=4, overlap=name)))
+        assert compile_config(main, create_cfg=TINY_CREATE, save_cfg=False).policy.collect.overlap == name
+    main = dict(TINY_PENDULUM, policy=dict(TINY_PENDULUM['policy'], collect=dict(n_sample=4, overlap='threads')))
+    with pytest.raises(ConfigError, match="'policy.collect.overlap' must be a bool or one of 'auto', 'process', "
+                                          "'stream', got 'threads'"):
+        compile_config(main, create_cfg=TINY_CREATE, save_cfg=False)

@@ -16,6 +16,7 @@ from ding_lite.worker import NonFiniteEnvError
 from entry import serial_pipeline
 from entry.pipeline.config_input import compile_run
 from entry.pipeline.life_cycle import closing
+from entry.pipeline.run_parts import create_run_policy
 from entry.pipeline.single import train_serial
 from entry.pipeline.steps import build_serial
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
@@ -84,10 +85,11 @@ def test_an_error_in_the_collecting_process_is_raised_in_the_run(tmp_path):
         serial_pipeline((main, create), seed=0, max_train_iter=100)
 
 
-def test_overlapped_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch):
+@pytest.mark.parametrize('overlap', [True, 'stream'])
+def test_overlapped_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, overlap):
     def cfg(name):
         main, create = _cfg(tmp_path / name)
-        main.policy.collect.overlap = True
+        main.policy.collect.overlap = overlap
         return main, create
     straight = serial_pipeline(cfg('straight'), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:
@@ -95,27 +97,54 @@ def test_overlapped_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_p
         with pytest.raises(KeyboardInterrupt):
             serial_pipeline(cfg('crashed'), seed=0, max_train_iter=60)
     state = load_file(str(tmp_path / 'crashed' / 'ckpt' / 'iteration_21.pth.tar'))
-    assert state['run']['collector']['overlap']['pending']['steps'] == 4    # the round in flight, kept
+    if overlap is True:
+        assert state['run']['collector']['overlap']['pending']['steps'] == 4    # the round in flight, kept
+    else:  # the weights the next round acts with: the learner's from before this round
+        snapshot = state['run']['collector']['policy']['snapshot']
+        assert not torch.equal(snapshot['actor.0.0.weight'], state['model']['actor.0.0.weight'])
     resumed = serial_pipeline(cfg('crashed'), seed=0, max_train_iter=60, resume=True)
     assert _same_params(straight, resumed)
     assert _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')
 
 
-def test_overlap_acts_one_round_behind_the_learner(tmp_path):
+@pytest.mark.parametrize('overlap', [True, 'stream'])
+def test_overlap_acts_one_round_behind_the_learner(tmp_path, overlap):
     """Not the strict run: the rounds collected while the learner trains act with the weights from before."""
     def run(overlap, name):
         main, create = _cfg(tmp_path / name)
         main.policy.collect.overlap = overlap
         return serial_pipeline((main, create), seed=0, max_train_iter=30)
-    strict, overlapped = run(False, 'strict'), run(True, 'overlapped')
+    strict, overlapped = run(False, 'strict'), run(overlap, 'overlapped')
     assert not _same_params(strict, overlapped)
     for a, b in zip(strict.model.parameters(), overlapped.model.parameters()):
         torch.testing.assert_close(a, b, rtol=0.5, atol=0.05)   # the same learning, a round apart
 
 
+def test_acting_from_a_snapshot_uses_the_weights_of_its_last_refresh(tiny_pendulum):
+    """``overlap='stream'``'s collect forward: the snapshot's weights and observation statistics, not the live ones,
+    until ``refresh_snapshot``; its noise as the live forward draws it."""
+    main, create = tiny_pendulum
+    main.env.norm_obs = dict(use_norm=True)
+    cfg, _ = compile_run((main, create), 0, False, None)
+    policy = create_run_policy(cfg)
+    policy.act_from_snapshot()
+    obs = torch.randn(4, 3)
+    policy.model.obs_norm.update(obs * 3 + 1)
+    before = policy.collect_mode.forward_batch(obs)['logit']
+    with torch.no_grad():
+        for p in policy.model.actor.parameters():
+            p.add_(0.1)
+    torch.testing.assert_close(policy.collect_mode.forward_batch(obs)['logit'], before, rtol=0, atol=0)
+    policy.refresh_snapshot()
+    live = policy.eval_mode.forward_batch(obs)  # eval reads the live model: its mean is the snapshot's now
+    after = policy.collect_mode.forward_batch(obs)['logit']
+    assert not torch.equal(after, before)
+    torch.testing.assert_close(after[:, 0].tanh(), live['action'], rtol=1e-6, atol=1e-6)
+
+
 def test_overlap_refuses_a_manager_it_cannot_fork_before_collecting(tmp_path):
     main, create = _cfg(tmp_path / 'refused', manager='subprocess')
     main.policy.collect.overlap = True
-    with pytest.raises(ConfigError, match="needs env_manager type 'base'.*, got 'subprocess'"):
+    with pytest.raises(ConfigError, match="needs env_manager type 'base'.*, got 'subprocess'.*or 'stream'"):
         serial_pipeline((main, create), seed=0, max_train_iter=5)
     assert not (tmp_path / 'refused' / 'ckpt').exists()

@@ -383,3 +383,23 @@ def test_every_seed_acts_and_samples_through_the_shared_paths(tmp_path, monkeypa
     if case == 'norm_obs':  # every collected observation, warm-up included, of the seed's own envs
         norms = [p.model.obs_norm for p in policies]
         assert [int(n.count) for n in norms] == [120, 120] and not torch.equal(norms[0].mean, norms[1].mean)
+
+
+def test_the_stacked_update_goes_through_a_captured_step_as_the_seeds_batch(monkeypatch):
+    """``learn.cuda_graph`` with many seeds: the lead's update is captured once for all seeds; the captured step
+    gets the seeds' ``Fields`` (vmapped over the seed axis) and gives what the eager stacked update gives (a stand-in
+    graph on the CPU; the real capture is in tests/test_cuda.py)."""
+    from tests.ding_lite.test_cuda_graph import _Recorded
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', lambda mu, sigma: (torch.tanh(mu + 0.5 * sigma),
+                                                                                   (-sigma.log() - 0.125).sum(-1)))
+    torch.manual_seed(0)
+    seeds = [create_policy(_policy_cfg('sac')) for _ in range(2)]
+    twins = [create_policy(_policy_cfg('sac'), model=copy.deepcopy(p.model)) for p in seeds]
+    graphed, eager = SeedAxis(seeds), SeedAxis(twins)
+    graphed.lead._update = _Recorded(graphed.lead._update, torch.device('cpu'), 'the update', warmup=0)
+    for step in range(4):  # the capture, then replays
+        batches = [_batch(False) for _ in range(2)]
+        torch.testing.assert_close(graphed.forward(batches), eager.forward(batches))
+    assert len(graphed.lead._update._graphs) == 1
+    for k in range(2):
+        torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))

@@ -1,0 +1,82 @@
+"""Acting from a snapshot of a model's weights, taken when the run says so: the collect forward of
+``policy.collect.overlap`` in the learner's own process (on CUDA, from a stream of its own)."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import torch
+from torch import Tensor, nn
+
+from .device import to_device
+
+
+class SnapshotActor:
+    """A copy of ``model`` for acting, refreshed from it by ``refresh()``, at most one collect round behind.
+
+    On CUDA, ``act`` runs on a side stream that waits only for the last refresh: the learn steps queued after it
+    run on the GPU while the host steps the envs with the actions (inputs go through pinned memory, outputs come
+    back as host tensors). ``refresh`` copies the weights on the learner's stream, so it waits for nothing on the
+    host. Elsewhere ``act`` runs in order; the actions are the same (a CPU test's view of the GPU path).
+    Parameters and buffers under ``skip`` (the critics, the reward normaliser) are not copied: acting never reads
+    them.
+    """
+
+    def __init__(self, model: nn.Module, device: torch.device, skip: tuple[str, ...] = ('critic', 'reward_norm')
+                 ) -> None:
+        self.model = copy.deepcopy(model).requires_grad_(False)
+        live = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+        mine = {**dict(self.model.named_parameters()), **dict(self.model.named_buffers())}
+        names = [name for name in live if name.split('.')[0] not in skip]
+        self._names, self._live, self._copies = names, [live[n] for n in names], [mine[n] for n in names]
+        self.device = torch.device(device)
+        cuda = self.device.type == 'cuda'
+        self._stream = torch.cuda.Stream(self.device) if cuda else None
+        self._fresh = torch.cuda.Event() if cuda else None
+        self._done = torch.cuda.Event() if cuda else None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The model's weights as they stand after the work queued so far (the side stream's forwards first)."""
+        with torch.no_grad():
+            if self._stream is None:
+                torch._foreach_copy_(self._copies, self._live)
+                return
+            current = torch.cuda.current_stream(self.device)
+            current.wait_stream(self._stream)
+            torch._foreach_copy_(self._copies, self._live)
+            self._fresh.record(current)
+
+    def act(self, forward: Callable[[Tensor], dict[str, Any]], obs: Tensor) -> dict[str, Any]:
+        """``forward(obs)`` on the snapshot's stream; its tensors as host tensors (CUDA), else as they are."""
+        if self._stream is None:
+            return forward(obs)
+        with torch.cuda.stream(self._stream):
+            self._stream.wait_event(self._fresh)
+            output = forward(to_device(obs, self.device) if isinstance(obs, Tensor) else obs)
+            host = {key: _to_host(value) for key, value in output.items()}
+            self._done.record(self._stream)
+        self._done.synchronize()
+        return host
+
+    def state_dict(self) -> dict[str, Tensor]:
+        return {name: tensor.detach().clone() for name, tensor in zip(self._names, self._copies)}
+
+    def load_state_dict(self, state: dict[str, Tensor]) -> None:
+        if sorted(state) != sorted(self._names):
+            raise ValueError(f"the collect snapshot's tensors are {sorted(self._names)}, the state's {sorted(state)}")
+        with torch.no_grad():
+            if self._stream is not None:
+                torch.cuda.current_stream(self.device).wait_stream(self._stream)
+            for name, tensor in zip(self._names, self._copies):
+                tensor.copy_(state[name])
+            if self._fresh is not None:
+                self._fresh.record(torch.cuda.current_stream(self.device))
+
+
+def _to_host(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value.to('cpu', non_blocking=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_host(v) for v in value)
+    return value
