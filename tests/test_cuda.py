@@ -119,6 +119,7 @@ def test_sqil_and_hybrid_on_cuda_mix_on_the_device(on_cuda, tmp_path):
     serial_pipeline((main, create), seed=0, max_env_step=300)
     assert DeviceCheckingSAC.sampled == DeviceCheckingSAC.devices == {'cuda:0'}
     main.policy.other.replay_buffer.device = 'cpu'         # buffers on the CPU, learner on the GPU
+    main.policy.other.offline_buffer.path = None           # SQIL's demonstrations are its own half of each batch
     main.exp_name += '_cpu_buffer'
     DeviceCheckingSAC.sampled, DeviceCheckingSAC.devices = set(), set()
     serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_env_step=300)
