@@ -237,7 +237,7 @@ class Policy:
         """Collect from a copy of the acting weights taken at each ``refresh_snapshot()`` (the run calls it before
         each learn round): ``policy.collect.overlap`` in this process. On CUDA the collect forward then runs
         on a stream of its own and never waits for the learn steps queued since (``SnapshotActor``)."""
-        self._snapshot = SnapshotActor(self._model, self._device)
+        self._snapshot = SnapshotActor(self._model, self._device, graphed=bool(self._cfg.learn.get('cuda_graph')))
         self._collect_model = model_wrap(self._snapshot.model, self.collect_wrapper)
 
     def refresh_snapshot(self) -> None:
@@ -254,13 +254,15 @@ class Policy:
     def _collect_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
         """The collect model's outputs on stacked observations: no state changes (a run of many seeds maps it over
         its seed axis)."""
+        def forward(o: Any) -> dict[str, Tensor]:
+            output = self._act(self._collect_model, o, **kwargs)
+            if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: one [B, 2, A] tensor
+                output['logit'] = torch.stack(list(output['logit']), dim=1)
+            return output
         if self._snapshot is None:
-            output = self._act(self._collect_model, obs, **kwargs)
-        else:
-            output = self._snapshot.act(lambda o: self._act(self._collect_model, o, **kwargs), obs)
-        if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: kept as one [B, 2, A] tensor
-            output['logit'] = torch.stack(list(output['logit']), dim=1)
-        return output
+            return forward(obs)
+        # with no keywords the forward is always the same: a graph of it may be replayed (learn.cuda_graph)
+        return self._snapshot.act(forward, obs, key=None if kwargs else ())
 
     def _pop_collect_entropy(self) -> float | None:
         """The collect distribution's mean entropy over the latest collect forwards, which it then forgets (one

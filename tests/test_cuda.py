@@ -263,17 +263,23 @@ def test_a_host_batch_pushed_to_a_cuda_buffer_arrives_unchanged_field_by_field()
         assert torch.equal(buffer._storage[(key,)][:5].cpu(), value)
 
 
-def test_acting_from_a_snapshot_does_not_wait_for_the_learners_queued_work(tiny_pendulum):
+@pytest.mark.parametrize('graphed', [False, True])
+def test_acting_from_a_snapshot_does_not_wait_for_the_learners_queued_work(tiny_pendulum, graphed):
     """``overlap='stream'``: the collect forward runs on a stream of its own from the weights of the last refresh,
     so it returns while the learner's stream is still busy (a spinning kernel queued there), and its actions are
-    those of the snapshot's weights, on the host."""
+    those of the snapshot's weights, on the host; with ``learn.cuda_graph`` replayed from a graph of it."""
     main, create = tiny_pendulum
     main.policy.cuda = True
+    main.policy.learn.cuda_graph = graphed
     cfg, _ = compile_run((main, create), 0, False, None)
     policy = create_run_policy(cfg)
     policy.act_from_snapshot()
     obs = torch.randn(4, 3)
-    policy.collect_mode.forward_batch(obs)                 # first use: streams, events, pinned blocks
+    for _ in range(5):                                     # first use: streams, pinned blocks, warm-up and capture
+        policy.collect_mode.forward_batch(obs)
+    if graphed:
+        step = policy._snapshot._graphs[()]
+        assert not step.eager and len(step._graphs) == 1
     expected = policy.eval_mode.forward_batch(obs)['action'].cpu()
     with torch.no_grad():
         for p in policy.model.actor.parameters():          # queued on the learner's stream: not in the snapshot

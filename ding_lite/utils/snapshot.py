@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
+from .cuda_graph import CudaGraphStep
 from .device import to_device
 
 
@@ -17,13 +18,14 @@ class SnapshotActor:
     On CUDA, ``act`` runs on a side stream that waits only for the last refresh: the learn steps queued after it
     run on the GPU while the host steps the envs with the actions (inputs go through pinned memory, outputs come
     back as host tensors). ``refresh`` copies the weights on the learner's stream, so it waits for nothing on the
-    host. Elsewhere ``act`` runs in order; the actions are the same (a CPU test's view of the GPU path).
-    Parameters and buffers under ``skip`` (the critics, the reward normaliser) are not copied: acting never reads
-    them.
+    host. With ``graphed``, a forward called with a ``key`` is captured as a CUDA graph per key (and observation
+    shape) and replayed: one launch instead of one per kernel. Elsewhere ``act`` runs in order; the actions are the
+    same (a CPU test's view of the GPU path). Parameters and buffers under ``skip`` (the critics, the reward
+    normaliser) are not copied: acting never reads them.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device, skip: tuple[str, ...] = ('critic', 'reward_norm')
-                 ) -> None:
+    def __init__(self, model: nn.Module, device: torch.device, skip: tuple[str, ...] = ('critic', 'reward_norm'),
+                 graphed: bool = False) -> None:
         self.model = copy.deepcopy(model).requires_grad_(False)
         live = {**dict(model.named_parameters()), **dict(model.named_buffers())}
         mine = {**dict(self.model.named_parameters()), **dict(self.model.named_buffers())}
@@ -34,6 +36,7 @@ class SnapshotActor:
         self._stream = torch.cuda.Stream(self.device) if cuda else None
         self._fresh = torch.cuda.Event() if cuda else None
         self._done = torch.cuda.Event() if cuda else None
+        self._graphed, self._graphs = graphed and cuda, {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -47,13 +50,23 @@ class SnapshotActor:
             torch._foreach_copy_(self._copies, self._live)
             self._fresh.record(current)
 
-    def act(self, forward: Callable[[Tensor], dict[str, Any]], obs: Tensor) -> dict[str, Any]:
-        """``forward(obs)`` on the snapshot's stream; its tensors as host tensors (CUDA), else as they are."""
+    def act(self, forward: Callable[[Tensor], dict[str, Any]], obs: Tensor, key: Any = None) -> dict[str, Any]:
+        """``forward(obs)`` on the snapshot's stream; its tensors as host tensors (CUDA), else as they are. ``key``:
+        where the same key always means the same ``forward`` (no Python values it reads change), it may be
+        replayed from a graph (``graphed``)."""
         if self._stream is None:
             return forward(obs)
         with torch.cuda.stream(self._stream):
             self._stream.wait_event(self._fresh)
-            output = forward(to_device(obs, self.device) if isinstance(obs, Tensor) else obs)
+            obs = to_device(obs, self.device) if isinstance(obs, Tensor) else obs
+            if self._graphed and key is not None and isinstance(obs, Tensor):
+                step = self._graphs.get(key)
+                if step is None:
+                    step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']), self.device,
+                                                             'the collect forward')
+                output = step({'obs': obs})
+            else:
+                output = forward(obs)
             host = {key: _to_host(value) for key, value in output.items()}
             self._done.record(self._stream)
         self._done.synchronize()

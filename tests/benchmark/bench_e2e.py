@@ -107,9 +107,9 @@ def bare(device: str, warmup: int, steps: int) -> float:
 
 
 def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int = 3,
-        envs: tuple[int, ...] = ()) -> dict[str, float]:
+        envs: tuple[int, ...] = (), graphed_only: bool = False) -> dict[str, float]:
     overlapped = 'stream' if device.startswith('cuda') else 'process'
-    rows = {'strict, eager': (False, False, 1), f'{overlapped}, eager': (overlapped, False, 1)}
+    rows = {} if graphed_only else {'strict, eager': (False, False, 1), f'{overlapped}, eager': (overlapped, False, 1)}
     if device.startswith('cuda'):
         rows |= {'strict, cuda_graph': (False, True, 1), 'stream, cuda_graph': ('stream', True, 1)}
     graphed = device.startswith('cuda')
@@ -173,6 +173,7 @@ if __name__ == '__main__':
     parser.add_argument('--steps', type=int, default=2000)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--envs', default='', help="comma-separated env counts for the overlapped row, e.g. 4,16")
+    parser.add_argument('--graphed-only', action='store_true', help="on CUDA, leave the eager rows out")
     parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
     parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
     args = parser.parse_args()
@@ -185,4 +186,5 @@ if __name__ == '__main__':
         print(f"stream, cuda_graph under the sync audit: {rate:.0f} env steps/s")
         audit.report(args.steps)
     else:
-        run(args.device, args.warmup, args.steps, args.rounds, tuple(int(n) for n in args.envs.split(',') if n))
+        run(args.device, args.warmup, args.steps, args.rounds, tuple(int(n) for n in args.envs.split(',') if n),
+            args.graphed_only)
