@@ -6,10 +6,12 @@
 # Its image has torch but not gymnasium, mujoco, easydict, tensorboardX or DI-treetensor: carry them as cp312 wheels
 # in .whl/ (see /work/.library/device/README.md), downloaded here with
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-#     gymnasium farama-notifications mujoco mujoco-core mujoco-studio websockets glfw pyopengl \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+#     --platform manylinux2014_x86_64 -d .whl gymnasium farama-notifications websockets glfw pyopengl \
+#     mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 \
 #     easydict tensorboardX DI-treetensor treevalue hbutils pytimeparse bitmath chardet==4.0.0 deprecation enum-tools \
 #     graphviz dill
+# (mujoco's three packages at one version: mujoco refuses to import beside a newer mujoco-core)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"
