@@ -12,6 +12,8 @@ the median of each row is reported with its ratio to the bare loop's. ``--envs``
 that many envs (``n_sample`` and ``update_per_collect`` the env count: the replay ratio stays 1, so updates/s equal
 env steps/s). ``--profile`` prints cProfile's top functions for the strict row instead (graphed on CUDA);
 ``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the GPU.
+``--returns N`` (CUDA): the zoo config to N env steps, seeds 0-2, strict (the seeds stacked, one graphed update)
+against overlapped from the snapshot (each seed alone), both graphed: the final evaluation of each seed and the wall.
 """
 from __future__ import annotations
 
@@ -129,6 +131,33 @@ def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int 
     return medians
 
 
+def returns(env_steps: int, seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """Whether acting a round behind costs learning: the final evaluations of the strict and the overlapped runs."""
+    from entry import serial_pipeline
+    main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
+    main.policy.update(cuda=True)
+    main.policy.learn.cuda_graph = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for overlap in (False, 'stream'):
+            main.exp_name = os.path.join(tmp, f'returns_{overlap}_seed0')
+            main.policy.collect.overlap = overlap
+            start = time.perf_counter()
+            if overlap:  # acting from the snapshot is a single run's
+                for seed in seeds:
+                    serial_pipeline((main, create), seed=seed, max_env_step=env_steps)
+            else:
+                serial_pipeline((main, create), seed=list(seeds), max_env_step=env_steps)
+            wall = time.perf_counter() - start
+            finals = []
+            for seed in seeds:
+                path = os.path.join(tmp, f'returns_{overlap}_seed{seed}', 'log', 'evaluator.csv')
+                rows = open(path).read().splitlines()
+                finals.append(float(rows[-1].split(',')[3]))
+            print(f"HalfCheetah-v5 to {env_steps} env steps, {overlap or 'strict'}, cuda_graph: final evaluation "
+                  f"{', '.join(f'{r:.0f}' for r in finals)} (seeds {', '.join(map(str, seeds))}), {wall:.0f} s",
+                  flush=True)
+
+
 class SyncAudit:
     """Where the host waits for the GPU: torch's sync debug mode, on while enabled, its warnings counted by the
     line of the framework that made them."""
@@ -174,11 +203,15 @@ if __name__ == '__main__':
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--envs', default='', help="comma-separated env counts for the overlapped row, e.g. 4,16")
     parser.add_argument('--graphed-only', action='store_true', help="on CUDA, leave the eager rows out")
+    parser.add_argument('--returns', type=int, default=0, help="(CUDA) strict against overlapped returns at N env "
+                        "steps, seeds 0-2")
     parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
     parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
     args = parser.parse_args()
     if args.profile:
         profile(args.device, args.warmup, args.steps)
+    elif args.returns:
+        returns(args.returns)
     elif args.syncs:
         audit = SyncAudit()
         with tempfile.TemporaryDirectory() as tmp:
