@@ -194,6 +194,7 @@ class SACPolicy(Policy):
         self._heads.set_weights(weights)
 
     def _default_target_entropy(self) -> float:
+        """The temperature's target entropy where ``learn.target_entropy`` is None: ``-dim(A)``."""
         shape = self._cfg.model.get('action_shape') or self._model.action_size
         return -float(math.prod(shape) if isinstance(shape, (list, tuple)) else shape)  # -dim(A), SAC's heuristic
 
@@ -209,6 +210,8 @@ class SACPolicy(Policy):
         return self._heads.critic_output(q)
 
     def _preprocess_learn(self, data: list[dict] | Batch) -> Batch:
+        """A sampled batch (or transition list) on the device: ``weight`` added, observations and rewards
+        normalised and scaled as configured (recurrent sequences as ``Memory``)."""
         for model in (self._learn_model, self._target_model):  # as DI-engine: Dropout / BatchNorm in training mode
             if model is not None and not model.training:
                 set_training(model, True)
@@ -230,6 +233,8 @@ class SACPolicy(Policy):
         return batch
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
+        """One learn step: preprocess, the reward heads' rewards, ``_update``; its statistics. A run of many seeds
+        does not call it (it calls ``_preprocess_learn`` and ``_update``): override the hooks below instead."""
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
         batch.reward = self._heads.rewards(batch)  # [B, K] with heads: a column per dimension or signal
         own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
@@ -295,6 +300,7 @@ class SACPolicy(Policy):
         return optimizer_step(optimizer, loss)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(loss, td [E, B], q [E, B], target_q [B])``: the importance-weighted squared ``_critic_td``."""
         td, q, target_q = self._critic_td(batch)
         squared = self._heads.loss_mean(td.pow(2), target_q)
         return (batch.weight * squared).mean(-1).sum(), td, q, target_q
@@ -315,19 +321,23 @@ class SACPolicy(Policy):
         return self._td_estimator(batch.reward, batch.done, v)
 
     def _q_pred(self, batch: Batch) -> Tensor:
+        """Every critic's Q of the batch's actions, ``[E, B]``."""
         return self._critic(batch.obs, batch.action)
 
     def _soft_target_v(self, next_obs: Tensor) -> Tensor:
+        """The soft value of ``next_obs`` from the target critics: ``min Q(s', a') - alpha log pi(a'|s')``."""
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
         return self._heads.soft_value(self._critic(next_obs, action, target=True), self._alpha.value * log_prob)
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        """``(loss, entropy [B], stats)``: ``alpha log pi(a|s) - _actor_q(s, a)`` over reparameterised actions."""
         mu, sigma = self._actor(obs)
         action, log_prob = tanh_gaussian_sample(mu, sigma)
         stats = {'mu': mu.detach().mean(), 'log_sigma': sigma.detach().log().mean()}  # before the tanh
         return row_mean(self._alpha.value * log_prob - self._actor_q(obs, action), obs), -log_prob.detach(), stats
 
     def _actor_q(self, obs: Tensor, action: Tensor) -> Tensor:
+        """The Q the actor climbs, ``[B]``: the critics' min (one per head, combined)."""
         # reward heads: weights · Q (ALF's multi-dimensional reward; the mean of the signals' values, ML-Agents')
         return self._heads.combine(self._heads.reduce(self._critic(obs, action)))
 

@@ -10,12 +10,12 @@ from tests.conftest import ROOT
 
 
 def _example() -> str:
-    readme = open(f'{ROOT}/docs/plugins.md').read()
-    start = readme.index('# my_plugins.py')
-    return readme[start:readme.index('```', start)]
+    page = open(f"{ROOT}/docs/plugins.md").read()
+    start = page.index('# my_plugins.py')
+    return page[start:page.index('```', start)]
 
 
-def test_readme_plugin_example_trains_as_a_script_and_through_a_config_file(tmp_path):
+def test_the_plugin_example_trains_as_a_script_and_through_a_config_file(tmp_path):
     (tmp_path / 'my_plugins.py').write_text(_example())
     run = subprocess.run([sys.executable, '-W', 'ignore', 'my_plugins.py'], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
@@ -32,7 +32,10 @@ def test_readme_plugin_example_trains_as_a_script_and_through_a_config_file(tmp_
     (tmp_path / 'configs' / 'to_zero_config.py').write_text(
         f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(create)}\n")
     (tmp_path / 'configs' / 'my_plugins.py').write_text(_example())  # beside the config, found there
-    run = subprocess.run(['ding_lite', '-m', 'serial', '-c', 'configs/to_zero_config.py', '--max-env-step', '200'],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(['ding_lite', '-m', 'serial', '-c', 'configs/to_zero_config.py', '--max-env-step', '200',
+                          '--seeds', '0-1'], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert (tmp_path / 'from_config' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    for seed in (0, 1):
+        assert (tmp_path / f'from_config_seed{seed}' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    summary = (tmp_path / 'from_config_seed0' / 'log' / 'summary.txt').read_text()
+    assert 'one after another' not in summary  # the example's hook is mapped over the seeds: one update for both
