@@ -61,6 +61,10 @@ class ReplayBuffer:
                                    # goal_selection_strategy='future'|'final'|'episode') builds a 'her' buffer
     )
     first_step_fields = ('state', 'prev_action', 'prev_reward')  # what a sequence needs at its start only
+    # what it needs from the collector: each transition's env_id and episode_start (a buffer that traces episodes)
+    episode_fields = False
+    # whether the run binds it to its env's goals (``bind_goals(achieved, desired, compute_reward)``) before it samples
+    binds_goals = False
 
     @classmethod
     def default_config(cls) -> EasyDict:

@@ -46,6 +46,8 @@ class HerReplayBuffer(ReplayBuffer):
     """A uniform buffer whose samples relabel goals (``her=dict(n_sampled_goal, goal_selection_strategy)``); its
     transitions carry ``env_id`` and ``episode_start`` (the collector adds them), which trace each env's episodes."""
 
+    episode_fields = binds_goals = True
+
     config = dict(
         type='her',                               # the registered buffer name
         her=dict(

@@ -9,7 +9,7 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.config import ConfigError
-from ding_lite.data import Batch, HerReplayBuffer, ReplayBuffer, demo_buffer, mixed_sampler
+from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
@@ -40,12 +40,12 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
         run = _build_parts(cfg, collector_env, evaluator_env, model, overlap)
         closables[:] = run.closables
         first_step(cfg, env_setting, run.policy, [run.buffer])
-        if isinstance(run.buffer, HerReplayBuffer):
+        if getattr(run.buffer, 'binds_goals', False):
             run.closables.append(bind_goals(run.buffer, env_setting))
     return run
 
 
-def bind_goals(buffer: HerReplayBuffer, env_setting: tuple) -> Any:
+def bind_goals(buffer: ReplayBuffer, env_setting: tuple) -> Any:
     """The goal layout and reward of the run's env bound to its hindsight replay buffer; returns the env whose
     ``compute_reward`` it calls (for the run to close)."""
     env_fn, collector_cfgs, _ = env_setting
@@ -67,17 +67,17 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     tracker = start_tracker(cfg)
     tb_logger = build_tb_logger(cfg.exp_name, tracker=tracker)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
+    learner, buffer = build_learner(cfg, policy, tb_logger)
     collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
                                        **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
-    collector.episode_fields = cfg.policy.other.replay_buffer.type == 'her'
-    if overlap == 'process':  # after on_nonfinite and norm_reward: the child collector takes them along
+    collector.episode_fields = getattr(buffer, 'episode_fields', False)  # what the buffer declares it needs
+    if overlap == 'process':  # after on_nonfinite, norm_reward and episode_fields: the child takes them along
         collector = OverlappedCollector(collector, policy, cfg.seed)
     elif overlap == 'stream':
         policy.act_from_snapshot()
-    learner, buffer = build_learner(cfg, policy, tb_logger)
     run = SimpleNamespace(policy=policy, tb_logger=tb_logger, collector_env=collector_env, collector=collector,
                           evaluator=evaluator, learner=learner, buffer=buffer, loop=RunLoop(cfg.seed),
                           closables=[collector, evaluator, tb_logger, *([tracker] if tracker else [])])

@@ -87,3 +87,26 @@ def test_her_reaches_a_success_rate_plain_sac_does_not(tmp_path):
             serial_pipeline((main, create), seed=seed, max_env_step=12000)
             success = max(float(r['success_rate']) for r in _rows(tmp_path / f'{her}{seed}'))
             assert (success > 0.8) if her else (success < 0.3), (seed, her, success)
+
+
+def test_a_buffer_of_a_users_own_declares_the_episode_fields_it_needs(tiny_pendulum):
+    """The collector adds ``env_id`` and ``episode_start`` for a buffer that declares ``episode_fields``, whatever
+    its registered name (no buffer is recognised by its type's name)."""
+    from ding_lite.data import ReplayBuffer
+    from ding_lite.registry import BUFFER_REGISTRY
+    pushed = []
+
+    class EpisodeTracingBuffer(ReplayBuffer):
+        episode_fields = True
+
+        def push(self, data, cur_collector_envstep=-1):
+            pushed.append(set(data))
+            super().push(data, cur_collector_envstep)
+    BUFFER_REGISTRY.register('episode_tracing', EpisodeTracingBuffer, force_overwrite=True)
+    try:
+        main, create = tiny_pendulum
+        main.policy.other.replay_buffer.type = 'episode_tracing'
+        serial_pipeline((main, create), seed=0, max_env_step=60)
+    finally:
+        BUFFER_REGISTRY._table.pop('episode_tracing')
+    assert pushed and all({'env_id', 'episode_start'} <= keys for keys in pushed)
