@@ -1,4 +1,5 @@
-"""DI-engine style two-part configs: read, strictly compile against registered defaults, save."""
+"""DI-engine style two-part configs: read, strictly compile against registered defaults, save (what features need
+of each other is checked in ``config_checks``)."""
 from __future__ import annotations
 
 import ast
@@ -18,6 +19,7 @@ from typing import Any, Callable
 from easydict import EasyDict
 
 from .capabilities import Pipeline, check as check_capabilities
+from .config_checks import check_batch_fits, check_env_id, check_priority, her_buffer_type, reward_clip_bounds
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
@@ -450,14 +452,14 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
         raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
     buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
                            'replay_buffer') or ('priority' if policy_user.get('priority') else 'naive')  # DI-engine's
-    buffer_type = _her_buffer(policy_user, buffer_type)
+    buffer_type = her_buffer_type(policy_user, buffer_type)
     policy_default, docs = policy_default_config(policy_type, policy_user, buffer_type, overrides)
     policy = merge_strict(policy_default, policy_user, 'policy',
                           LazyDocs(lambda: {f'policy.{k}': v for k, v in docs.items()}))
     policy.type = policy_type
-    _check_priority(policy, buffer_type)
+    check_priority(policy, buffer_type)
     policy.other.replay_buffer.type = buffer_type
-    _check_batch_fits(policy)
+    check_batch_fits(policy)
     getattr(POLICY_REGISTRY.get(policy_type), 'check_config', lambda cfg: None)(policy)
     policy.device = resolve_device(policy.get('cuda', False), policy.get('device'))
     buffer = policy.other.replay_buffer  # on the learner's device unless set: with cuda, a batch never crosses PCIe
@@ -466,42 +468,6 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     elif policy.device != 'cpu':  # a CPU run saves None: its total_config.py re-run with cuda=True follows the GPU
         buffer.device = policy.device
     return policy
-
-
-def _her_buffer(policy_user: dict, buffer_type: str) -> str:
-    """'her' where ``policy.other.replay_buffer.her`` asks for hindsight replay on the uniform buffer (checked)."""
-    her = ((policy_user.get('other') or {}).get('replay_buffer') or {}).get('her')
-    if her is None:
-        return buffer_type
-    from .data.her import check_her
-    check_her(her)
-    if policy_user.get('priority'):  # a pair refused by ding_lite.capabilities
-        return buffer_type
-    if buffer_type not in ('naive', 'her'):
-        raise ConfigError(f"policy.other.replay_buffer.her relabels goals in the uniform buffer; the replay buffer's "
-                          f"type is {buffer_type!r} (policy.priority=True picks 'priority'): set her=None or use "
-                          f"the uniform buffer")
-    return 'her'
-
-
-def _check_priority(policy: EasyDict, buffer_type: str) -> None:
-    """``priority`` needs a buffer that takes priorities (its type, unless given, follows the flag), and
-    ``priority_IS_weight`` needs ``priority``."""
-    if policy.get('priority') and not hasattr(BUFFER_REGISTRY.get(buffer_type), 'update'):
-        raise ConfigError(f"policy.priority=True needs a prioritized replay buffer, but the replay buffer's type is "
-                          f"{buffer_type!r}: leave create_config.replay_buffer.type unset (priority=True picks "
-                          f"'priority') or set it to 'priority'")
-    if policy.get('priority_IS_weight') and not policy.get('priority'):
-        raise ConfigError("policy.priority_IS_weight=True weights TD errors by a prioritized buffer's "
-                          "importance-sampling weights: set policy.priority=True too, or leave it False")
-
-
-def _check_batch_fits(policy: EasyDict) -> None:
-    batch_size = policy.get('learn', {}).get('batch_size')
-    capacity = policy.other.replay_buffer.get('replay_buffer_size')
-    if isinstance(batch_size, int) and isinstance(capacity, (int, float)) and batch_size > capacity:
-        raise ConfigError(f"policy.learn.batch_size={batch_size} is larger than the replay buffer's capacity "
-                          f"policy.other.replay_buffer.replay_buffer_size={capacity}: no batch could ever be drawn")
 
 
 def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
@@ -522,34 +488,11 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
                                    docs_of(manager_cls, 'env.manager.'))
         getattr(manager_cls, 'check_config', lambda cfg: None)(env.manager)
     _check_free_values(env, 'env')
-    _check_env_id(env.get('env_id'))
+    check_env_id(env.get('env_id'))
     reward_clip_bounds(env.get('reward_clip'))
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
     return env
-
-
-def _check_env_id(env_id: Any) -> None:
-    """``env.env_id`` is an id (a str); envs made in Python go to a pipeline's ``env_setting``."""
-    if env_id is None or isinstance(env_id, str):
-        return
-    raise ConfigError(f"env.env_id must be a gymnasium id (a str such as 'Pendulum-v1'), got a {type(env_id).__name__}"
-                      f": give envs made in Python as serial_pipeline(cfg, env_setting=...) (a gymnasium VectorEnv, "
-                      f"or a list of envs or factories), or set env.env_id to the id and env.collector_env_num to "
-                      f"the number of envs (create_config.env_manager.type='subprocess' for a process each)")
-
-
-def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:
-    """``env.reward_clip`` as ``(low, high)``: None, a number c > 0 (``[-c, c]``) or a pair low < high."""
-    if clip is None:
-        return None
-    if isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip > 0:
-        return -float(clip), float(clip)
-    if isinstance(clip, (list, tuple)) and len(clip) == 2 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in clip) and clip[0] < clip[1]:
-        return float(clip[0]), float(clip[1])
-    raise ConfigError(f"env.reward_clip must be None, a number c > 0 (rewards clipped to [-c, c]) or a pair "
-                      f"[low, high] with low < high; got {clip!r}")
 
 
 def _compile_parallel(parallel_user: dict) -> EasyDict:

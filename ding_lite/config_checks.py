@@ -1,0 +1,72 @@
+"""What a config's features need of each other, checked when it compiles (``compile_config``): a hindsight buffer's
+type, prioritized replay's buffer, a batch the buffer can hold, an env id, the reward clip. The machinery that reads,
+merges and saves configs is ``ding_lite.config``'s; what works with what across pipelines is
+``ding_lite.capabilities``'."""
+from __future__ import annotations
+
+from typing import Any
+
+from easydict import EasyDict
+
+from .registry import BUFFER_REGISTRY
+from .utils.default_config import ConfigError
+
+
+def her_buffer_type(policy_user: dict, buffer_type: str) -> str:
+    """'her' where ``policy.other.replay_buffer.her`` asks for hindsight replay on the uniform buffer (checked)."""
+    her = ((policy_user.get('other') or {}).get('replay_buffer') or {}).get('her')
+    if her is None:
+        return buffer_type
+    from .data.her import check_her
+    check_her(her)
+    if policy_user.get('priority'):  # a pair refused by ding_lite.capabilities
+        return buffer_type
+    if buffer_type not in ('naive', 'her'):
+        raise ConfigError(f"policy.other.replay_buffer.her relabels goals in the uniform buffer; the replay buffer's "
+                          f"type is {buffer_type!r} (policy.priority=True picks 'priority'): set her=None or use "
+                          f"the uniform buffer")
+    return 'her'
+
+
+def check_priority(policy: EasyDict, buffer_type: str) -> None:
+    """``priority`` needs a buffer that takes priorities (its type, unless given, follows the flag), and
+    ``priority_IS_weight`` needs ``priority``."""
+    if policy.get('priority') and not hasattr(BUFFER_REGISTRY.get(buffer_type), 'update'):
+        raise ConfigError(f"policy.priority=True needs a prioritized replay buffer, but the replay buffer's type is "
+                          f"{buffer_type!r}: leave create_config.replay_buffer.type unset (priority=True picks "
+                          f"'priority') or set it to 'priority'")
+    if policy.get('priority_IS_weight') and not policy.get('priority'):
+        raise ConfigError("policy.priority_IS_weight=True weights TD errors by a prioritized buffer's "
+                          "importance-sampling weights: set policy.priority=True too, or leave it False")
+
+
+def check_batch_fits(policy: EasyDict) -> None:
+    """A learn batch no larger than the replay buffer."""
+    batch_size = policy.get('learn', {}).get('batch_size')
+    capacity = policy.other.replay_buffer.get('replay_buffer_size')
+    if isinstance(batch_size, int) and isinstance(capacity, (int, float)) and batch_size > capacity:
+        raise ConfigError(f"policy.learn.batch_size={batch_size} is larger than the replay buffer's capacity "
+                          f"policy.other.replay_buffer.replay_buffer_size={capacity}: no batch could ever be drawn")
+
+
+def check_env_id(env_id: Any) -> None:
+    """``env.env_id`` is an id (a str); envs made in Python go to a pipeline's ``env_setting``."""
+    if env_id is None or isinstance(env_id, str):
+        return
+    raise ConfigError(f"env.env_id must be a gymnasium id (a str such as 'Pendulum-v1'), got a {type(env_id).__name__}"
+                      f": give envs made in Python as serial_pipeline(cfg, env_setting=...) (a gymnasium VectorEnv, "
+                      f"or a list of envs or factories), or set env.env_id to the id and env.collector_env_num to "
+                      f"the number of envs (create_config.env_manager.type='subprocess' for a process each)")
+
+
+def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:
+    """``env.reward_clip`` as ``(low, high)``: None, a number c > 0 (``[-c, c]``) or a pair low < high."""
+    if clip is None:
+        return None
+    if isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip > 0:
+        return -float(clip), float(clip)
+    if isinstance(clip, (list, tuple)) and len(clip) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in clip) and clip[0] < clip[1]:
+        return float(clip[0]), float(clip[1])
+    raise ConfigError(f"env.reward_clip must be None, a number c > 0 (rewards clipped to [-c, c]) or a pair "
+                      f"[low, high] with low < high; got {clip!r}")
