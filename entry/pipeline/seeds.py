@@ -74,6 +74,8 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     ``setup(cfg, run, resume_path) -> (sample, after_collect)``; others run one after another. ``name``: the
     pipeline whose declarations the stacked run is checked against (``PIPELINES``)."""
     seeds = check_seeds(seeds)
+    if isinstance(input_cfg, str):  # read once: a config file is code, run once however many seeds it has
+        input_cfg = read_config(input_cfg)
     reason = 'one seed' if len(seeds) == 1 else _why_sequential(input_cfg, seeds, kwargs.get('overrides'))
     if reason is None:
         names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
