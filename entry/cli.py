@@ -180,7 +180,7 @@ def _run_tool(args: argparse.Namespace) -> None:
              args.seed, load_space(args.space) if args.space else None, args.pruner)
         return
     if args.tool == 'capabilities':
-        from .pipeline.capabilities import capability_table
+        from .kit.capabilities import capability_table
         print(capability_table(), end='')
         return
     if args.tool == 'export':
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 def _record_command(argv: list[str]) -> None:
     """What trains says how to resume: the command that started it (imported once the arguments parsed, so that
     ``--help`` and a bad flag answer without loading torch)."""
-    from .pipeline import life_cycle
+    from .kit import life_cycle
     life_cycle.COMMAND = [*_program(), *argv]
 
 

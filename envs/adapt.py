@@ -1,13 +1,12 @@
 """Observation spaces adapted for the SAC family's models, and gymnasium wrappers named in a config.
 
-One place for both: ``GymnasiumEnv`` applies them inside its gymnasium env, and ``adapted_env`` wraps any other
-``BaseEnv`` the same way, so every env manager and Ray actor sees the same spaces.
+One place for both: ``GymnasiumEnv`` applies them inside its gymnasium env, and ``from_gym.adapted_env`` wraps any
+other ``BaseEnv`` the same way, so every env manager and Ray actor sees the same spaces.
 """
 from __future__ import annotations
 
 import importlib
 import logging
-import traceback
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -210,29 +209,6 @@ class AdaptedEnv(BaseEnv):
     reward_space = property(lambda self: self.env.reward_space)
 
 
-def adapted_env(env_fn: Callable[..., BaseEnv], **kwargs: Any) -> BaseEnv:
-    """``env_fn(**kwargs)`` with its observations adapted, a gymnasium env inside a ``GymnasiumEnv`` (module level: it
-    travels to env processes and Ray)."""
-    try:
-        env = env_fn(**kwargs)
-    except AssertionError as error:  # often without a message: where it failed is the lead
-        frame = traceback.extract_tb(error.__traceback__)[-1]
-        name = getattr(env_fn, '__qualname__', type(env_fn).__name__)
-        raise ValueError(f"env {name} failed to build: AssertionError{f': {error}' if str(error) else ''} at "
-                         f"{frame.filename}:{frame.lineno} ({frame.line})") from error
-    if isinstance(env, gym.Env):  # a gymnasium env of a user's env_setting: the gymnasium adapter around it
-        from .gymnasium_env import GymnasiumEnv
-        return GymnasiumEnv(kwargs.get('cfg'), env=env)
-    space = getattr(env, 'observation_space', None)
-    if not isinstance(space, gym.Space):
-        return env  # an env that declares no gymnasium space is taken at its word
-    adapter = ObsAdapter(space)
-    if adapter.identity:  # GymnasiumEnv adapts inside
-        return env
-    adapter.log_once(getattr(env, 'env_id', type(env).__name__))
-    return AdaptedEnv(env, adapter)
-
-
 # ---- gymnasium wrappers from a config ----
 def _import(path: str) -> Any:
     module, _, name = path.rpartition('.')
@@ -270,4 +246,4 @@ def apply_wrappers(env: gym.Env, wrappers: list | None) -> gym.Env:
     return env
 
 
-__all__ = ['ObsAdapter', 'AdaptObservation', 'AdaptedEnv', 'adapted_env', 'apply_wrappers', 'wrapper_spec']
+__all__ = ['ObsAdapter', 'AdaptObservation', 'AdaptedEnv', 'apply_wrappers', 'wrapper_spec']

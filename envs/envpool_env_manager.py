@@ -12,7 +12,8 @@ from easydict import EasyDict
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
-from .adapt import ObsAdapter, adapted_env
+from .adapt import ObsAdapter
+from .from_gym import adapted_env
 from .env_manager import check_ready
 from .gymnasium_env import ActionScaler, GymnasiumEnv
 

@@ -4,13 +4,17 @@ evaluator cfgs)``."""
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any, Callable
 
 import gymnasium as gym
 from easydict import EasyDict
 
 from ding_lite.utils.default_config import ConfigError
+from .adapt import AdaptedEnv, ObsAdapter
+from .base_env import BaseEnv
 from .env_manager import get_vec_env_setting
+from .gymnasium_env import GymnasiumEnv
 
 logger = logging.getLogger(__name__)
 _ADAPTER_KEYS = ('act_scale', 'wrappers', 'frame_stack')  # what GymnasiumEnv applies around a given env
@@ -101,4 +105,26 @@ def vec_env_setting(env_cfg: EasyDict, setting: Any = None) -> tuple[Callable, l
     return GymFactories(factories), collector, evaluator
 
 
-__all__ = ['GymFactories', 'vec_env_setting']
+def adapted_env(env_fn: Callable[..., BaseEnv], **kwargs: Any) -> BaseEnv:
+    """``env_fn(**kwargs)`` with its observations adapted, a gymnasium env inside a ``GymnasiumEnv`` (module level: it
+    travels to env processes and Ray)."""
+    try:
+        env = env_fn(**kwargs)
+    except AssertionError as error:  # often without a message: where it failed is the lead
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        name = getattr(env_fn, '__qualname__', type(env_fn).__name__)
+        raise ValueError(f"env {name} failed to build: AssertionError{f': {error}' if str(error) else ''} at "
+                         f"{frame.filename}:{frame.lineno} ({frame.line})") from error
+    if isinstance(env, gym.Env):  # a gymnasium env of a user's env_setting: the gymnasium adapter around it
+        return GymnasiumEnv(kwargs.get('cfg'), env=env)
+    space = getattr(env, 'observation_space', None)
+    if not isinstance(space, gym.Space):
+        return env  # an env that declares no gymnasium space is taken at its word
+    adapter = ObsAdapter(space)
+    if adapter.identity:  # GymnasiumEnv adapts inside
+        return env
+    adapter.log_once(getattr(env, 'env_id', type(env).__name__))
+    return AdaptedEnv(env, adapter)
+
+
+__all__ = ['GymFactories', 'vec_env_setting', 'adapted_env']

@@ -15,8 +15,8 @@ from ding_lite.data import PrioritizedReplayBuffer
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.worker import load_checkpoint
 from entry import serial_pipeline, serial_pipeline_sqil
-from entry.pipeline.config_input import compile_run
-from entry.pipeline.run_parts import create_run_policy
+from entry.kit.config_input import compile_run
+from entry.kit.run_parts import create_run_policy
 from policy_zoo import SACPolicy, SQILSACPolicy
 from tests.conftest import synthetic_demo
 

@@ -58,7 +58,7 @@ class BaseLearner:
         on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it
         log_histograms=False,               # histograms of the collected actions and rewards at each log
         num_threads=None,                   # torch's threads while training; None: 1 for small MLPs on the CPU,
-                                            # else the cores other processes leave free (entry/pipeline/cpu_threads.py)
+                                            # else the cores other processes leave free (entry/kit/cpu_threads.py)
     )
 
     @classmethod

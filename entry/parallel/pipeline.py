@@ -25,15 +25,15 @@ from ding_lite.worker.collector import log_episodes
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager
 from envs.from_gym import vec_env_setting
-from envs.adapt import adapted_env
+from envs.from_gym import adapted_env
 from policy_zoo import Policy
-from ..pipeline.config_input import compile_run
-from ..pipeline.cpu_threads import learner_threads
-from ..pipeline.env_check import first_step, fit_model_to_env
-from ..pipeline.life_cycle import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, \
+from ..kit.config_input import compile_run
+from ..kit.cpu_threads import learner_threads
+from ..kit.env_check import first_step, fit_model_to_env
+from ..kit.life_cycle import PhaseTimer, RunProgress, after_run, closed_on_error, closing, graceful_interrupt, \
     log_times, naming_resume_point, resume_point_on, start_tracker, starting, summarise
-from ..pipeline.run_parts import create_run_policy, store
-from ..pipeline.steps import build_learner, learn_sampler
+from ..kit.run_parts import create_run_policy, store
+from ..kit.steps import build_learner, learn_sampler
 from .ray_connect import cpus_needed, ray_address
 from .workers import ActorFailure, ActorPool, Slot
 

@@ -25,7 +25,7 @@ from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, create_serial_collector
 from ding_lite.worker.finite_check import NonFiniteEnvError
 from policy_zoo import Policy
-from ..pipeline.run_parts import build_env_manager, collect_batch, random_collect
+from ..kit.run_parts import build_env_manager, collect_batch, random_collect
 from .ray_connect import connect_ray, cpus_needed
 
 NAMESPACE = 'ding_lite'  # of the actors' Ray names (see ``actor_name``)

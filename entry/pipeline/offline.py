@@ -14,10 +14,10 @@ from ding_lite.data.buffer import BUFFER_KIND
 from ding_lite.data.demo import DEMO_KIND
 from ding_lite.utils.checkpoint import load_file
 from policy_zoo import Policy
-from .config_input import compile_run
-from .cpu_threads import learner_threads
-from .life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
-from .steps import NO_LIMIT, already_finished, begin_run, buffer_settings, build_serial, load_demo_buffer
+from ..kit.config_input import compile_run
+from ..kit.cpu_threads import learner_threads
+from ..kit.life_cycle import after_run, closing, graceful_interrupt, naming_resume_point, starting, summarise
+from ..kit.steps import NO_LIMIT, already_finished, begin_run, buffer_settings, build_serial, load_demo_buffer
 
 
 def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,

@@ -29,7 +29,7 @@ from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
 from ding_lite.rl_utils import optimizer_step
 from policy_zoo import Policy, SACPolicy, SQILSACPolicy
-from .capabilities import SEEDS
+from ..kit.capabilities import SEEDS
 
 
 def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:

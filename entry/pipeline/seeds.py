@@ -26,11 +26,11 @@ from ding_lite.worker.collector import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import Policy, get_policy_cls
-from .config_input import compile_input, compile_run
-from .cpu_threads import CpuThreads, learner_threads
-from .life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
+from ..kit.config_input import compile_input, compile_run
+from ..kit.cpu_threads import CpuThreads, learner_threads
+from ..kit.life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
-from .steps import already_finished, begin_run, build_serial, collect_round, evaluate, show_eval, store_round, \
+from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, show_eval, store_round, \
     train_reward_models, warm_up
 
 

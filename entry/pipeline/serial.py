@@ -10,7 +10,7 @@ from torch import nn
 from policy_zoo import Policy
 from .seeds import train_seeds
 from .single import train_one
-from .steps import learn_sampler
+from ..kit.steps import learn_sampler
 
 
 def serial_pipeline(input_cfg: str | tuple | list, seed: int | list[int] | None = None,

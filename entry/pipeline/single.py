@@ -11,11 +11,11 @@ from torch import nn
 
 from ding_lite.data import Batch
 from policy_zoo import Policy
-from .config_input import compile_run
-from .cpu_threads import CpuThreads, learner_threads
-from .life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
+from ..kit.config_input import compile_run
+from ..kit.cpu_threads import CpuThreads, learner_threads
+from ..kit.life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
     starting, summarise
-from .steps import already_finished, begin_run, build_serial, collect_round, final_evaluation, learn_sampler, \
+from ..kit.steps import already_finished, begin_run, build_serial, collect_round, final_evaluation, learn_sampler, \
     train_reward_models, warm_up
 
 

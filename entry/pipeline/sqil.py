@@ -13,13 +13,13 @@ from ding_lite.config import ConfigError, ConfigWarning
 from ding_lite.data import ReplayBuffer, mixed_sampler
 from ding_lite.worker import create_serial_collector, load_checkpoint
 from policy_zoo import Policy
-from .env_check import fit_model_to_env
-from .config_input import compile_input, compile_run
-from .life_cycle import closing, starting
-from .run_parts import build_envs, collect_batch, create_run_policy, expert_mode
+from ..kit.env_check import fit_model_to_env
+from ..kit.config_input import compile_input, compile_run
+from ..kit.life_cycle import closing, starting
+from ..kit.run_parts import build_envs, collect_batch, create_run_policy, expert_mode
 from .seeds import train_seeds
 from .single import train_serial
-from .steps import build_serial, load_demo_buffer
+from ..kit.steps import build_serial, load_demo_buffer
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,

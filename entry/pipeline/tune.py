@@ -28,9 +28,9 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError, apply_overrides, read_config, save_config
 from ding_lite.utils.checkpoint import atomic_write_text
 from policy_zoo import get_policy_cls
-from . import life_cycle
-from .capabilities import PIPELINES
-from .config_input import compile_input
+from ..kit import life_cycle
+from ..kit.capabilities import PIPELINES
+from ..kit.config_input import compile_input
 from .seed_axis import ROW_SETTINGS, why_not_vectorised
 from .seeds import train_rows
 from .serial import serial_setup

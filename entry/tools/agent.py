@@ -13,11 +13,12 @@ from torch import Tensor, nn
 from ding_lite.config import compile_config, read_config
 from ding_lite.worker import load_checkpoint
 from envs import get_vec_env_setting
-from envs.adapt import ObsAdapter, adapted_env
+from envs.adapt import ObsAdapter
+from envs.from_gym import adapted_env
 from policy_zoo import Policy
-from ..pipeline.capabilities import ACTING
-from ..pipeline.env_check import fit_model_to_env
-from ..pipeline.run_parts import create_run_policy
+from ..kit.capabilities import ACTING
+from ..kit.env_check import fit_model_to_env
+from ..kit.run_parts import create_run_policy
 
 
 class Agent:

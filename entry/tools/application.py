@@ -11,10 +11,10 @@ from torch import nn
 from ding_lite.data import save_demo
 from ding_lite.utils import set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector, load_checkpoint
-from ..pipeline.capabilities import ACTING
-from ..pipeline.config_input import compile_input
-from ..pipeline.env_check import fit_model_to_env
-from ..pipeline.run_parts import build_envs, create_run_policy, expert_mode
+from ..kit.capabilities import ACTING
+from ..kit.config_input import compile_input
+from ..kit.env_check import fit_model_to_env
+from ..kit.run_parts import build_envs, create_run_policy, expert_mode
 
 
 def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,  # noqa: A001

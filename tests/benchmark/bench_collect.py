@@ -21,7 +21,7 @@ import torch
 from ding_lite.config import compile_config, read_config
 from ding_lite.data import ReplayBuffer
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
-from entry.pipeline.run_parts import build_envs
+from entry.kit.run_parts import build_envs
 from policy_zoo import create_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -31,10 +31,10 @@ import numpy as np
 import torch
 
 from ding_lite.config import read_config
-from entry.pipeline.config_input import compile_run
-from entry.pipeline.life_cycle import closing
+from entry.kit.config_input import compile_run
+from entry.kit.life_cycle import closing
 from entry.pipeline.single import train_serial
-from entry.pipeline.steps import build_serial
+from entry.kit.steps import build_serial
 from tests.benchmark.bare_sac import BareSAC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

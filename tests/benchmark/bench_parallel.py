@@ -31,7 +31,7 @@ from ding_lite.worker import BaseLearner, SampleSerialCollector
 from entry import parallel_pipeline, serial_pipeline
 from entry.parallel.pipeline import ParallelLoop
 from entry.parallel.workers import ActorPool
-from entry.pipeline.run_parts import build_envs, collect_batch
+from entry.kit.run_parts import build_envs, collect_batch
 from envs import PendulumEnv, get_vec_env_setting
 from policy_zoo import create_policy
 

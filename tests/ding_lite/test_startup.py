@@ -11,7 +11,7 @@ PROBE = '''
 import sys
 from ding_lite.config import compile_config, read_config
 from ding_lite.utils.default_config import _declared_comments
-from entry.pipeline.run_parts import create_run_policy
+from entry.kit.run_parts import create_run_policy
 import torch
 
 main, create = read_config('dizoo_configs/pendulum_sac_config.py')

@@ -179,7 +179,7 @@ def test_help_lists_every_mode_and_tool():
 def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp_path):
     import io
     from easydict import EasyDict
-    from entry.pipeline import life_cycle as run_module
+    from entry.kit import life_cycle as run_module
     stream = io.StringIO()  # not a terminal
     progress = run_module.RunProgress(EasyDict(exp_name='quiet'), 100, 10 ** 10, lambda: 7, stream=stream)
     progress.update(50)
@@ -193,7 +193,7 @@ def test_without_a_terminal_a_line_comes_at_least_once_a_minute(monkeypatch, tmp
 def test_a_run_with_no_budget_says_so_once_it_has_gone_on_long(monkeypatch):
     import io
     from easydict import EasyDict
-    from entry.pipeline import life_cycle as run_module
+    from entry.kit import life_cycle as run_module
     monkeypatch.setattr(run_module, 'LINE_SECONDS', 0.0)
     cfg = EasyDict(exp_name='endless', env=dict(stop_value=-150))
     lines = {}
@@ -216,7 +216,7 @@ def test_many_seeds_share_one_progress_line_per_evaluation_round():
     import io
     from types import SimpleNamespace
     from easydict import EasyDict
-    from entry.pipeline.life_cycle import RunProgress
+    from entry.kit.life_cycle import RunProgress
     from entry.pipeline.seeds import _SeedBar
     stream = io.StringIO()  # not a terminal
     progress = RunProgress(EasyDict(exp_name='p_seed0'), 0, 10 ** 10, lambda: 0, stream=stream, name='p (2 seeds)')

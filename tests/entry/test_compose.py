@@ -16,7 +16,7 @@ from easydict import EasyDict
 from ding_lite.capabilities import CONFLICTS, FEATURES
 from ding_lite.config import ConfigError, apply_overrides
 from ding_lite.data import ReplayBuffer, save_demo
-from entry.pipeline.capabilities import PIPELINES, capability_table
+from entry.kit.capabilities import PIPELINES, capability_table
 from tests.conftest import ROOT, TINY_PENDULUM, untrained_checkpoint
 
 ITERATIONS = 6
@@ -235,7 +235,7 @@ def test_acting_with_a_trained_run_checks_nothing_of_how_it_trained(tmp_path):
     """``eval`` and ``load_policy`` compile a run's config to act with it: a combination refused for training now
     (a run of an earlier version) still loads."""
     from ding_lite.config import compile_config
-    from entry.pipeline.capabilities import ACTING
+    from entry.kit.capabilities import ACTING
     main, create, _ = _config(tmp_path, 'serial', ('gail', 'norm_obs'))
     with pytest.raises(ConfigError, match='refused'):
         compile_config(main, create, save_cfg=False)

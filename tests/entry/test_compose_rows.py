@@ -77,8 +77,8 @@ def test_a_search_trains_its_reward_models_on_their_own_schedule(tmp_path):
 
 def test_new_reward_weights_reach_the_overlapped_collectors_returns(tmp_path):
     from ding_lite.config import compile_config
-    from entry.pipeline.life_cycle import PhaseTimer
-    from entry.pipeline.steps import build_serial, collect_round
+    from entry.kit.life_cycle import PhaseTimer
+    from entry.kit.steps import build_serial, collect_round
     from tests.conftest import zoo_config
     main, create = zoo_config('pendulum_split_sac_config', tmp_path / 'split')
     main.env.update(collector_env_num=1, evaluator_env_num=1, n_evaluator_episode=1,

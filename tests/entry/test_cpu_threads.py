@@ -8,7 +8,7 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import compile_config
-from entry.pipeline.cpu_threads import CpuThreads, small_nets, threads_for
+from entry.kit.cpu_threads import CpuThreads, small_nets, threads_for
 from tests.conftest import TINY_CREATE, TINY_PENDULUM, zoo_config
 
 
@@ -55,7 +55,7 @@ def test_large_nets_follow_the_load_and_a_set_key_or_small_nets_stay_put(monkeyp
 def test_auto_overlap_where_the_learner_leaves_a_core_free(monkeypatch):
     import pytest
     from ding_lite.config import ConfigError
-    from entry.pipeline.cpu_threads import overlap_collection
+    from entry.kit.cpu_threads import overlap_collection
     monkeypatch.setattr('os.sched_getaffinity', lambda pid: {0, 1})
     small, large = _cfg(), _cfg(actor_head_hidden_size=256, critic_head_hidden_size=256)
     large.policy.learn.batch_size = 256

@@ -66,7 +66,7 @@ def test_no_circle_between_entry_files():
     graph = _graph()
     assert graph['entry.pipeline.serial'] >= {'entry.pipeline.single', 'entry.pipeline.seeds'}  # the graph is read
     assert _circle(graph) is None, ' -> '.join(_circle(graph))
-    assert _circle({**graph, 'entry.pipeline.steps': graph['entry.pipeline.steps'] | {'entry.pipeline.seeds'}})
+    assert _circle({**graph, 'entry.kit.steps': graph['entry.kit.steps'] | {'entry.pipeline.seeds'}})
 
 
 def test_no_utils_module_and_every_file_says_what_it_holds():

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from entry import serial_pipeline
-from entry.pipeline.config_input import compile_run
-from entry.pipeline.life_cycle import closing
-from entry.pipeline.steps import build_serial
+from entry.kit.config_input import compile_run
+from entry.kit.life_cycle import closing
+from entry.kit.steps import build_serial
 
 
 def _built(main, create, seed: int = 0):
@@ -141,7 +141,7 @@ def test_optimiser_knobs_refuse_bad_values_at_compile_time(tiny_pendulum):
 
 def test_reward_norm_scales_by_the_running_returns_spread_by_hand(tiny_pendulum):
     import numpy as np
-    from entry.pipeline.run_parts import store
+    from entry.kit.run_parts import store
     main, create = tiny_pendulum
     main.env.norm_reward = dict(use_norm=True, clip=10.0)
     main.policy.learn.discount_factor = 0.9

@@ -14,11 +14,11 @@ from ding_lite.config import ConfigError
 from ding_lite.utils import load_file
 from ding_lite.worker import NonFiniteEnvError
 from entry import serial_pipeline
-from entry.pipeline.config_input import compile_run
-from entry.pipeline.life_cycle import closing
-from entry.pipeline.run_parts import create_run_policy
+from entry.kit.config_input import compile_run
+from entry.kit.life_cycle import closing
+from entry.kit.run_parts import create_run_policy
 from entry.pipeline.single import train_serial
-from entry.pipeline.steps import build_serial
+from entry.kit.steps import build_serial
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
 from tests.entry.test_resume import _cfg, _crash_at, _returns, _same_params
 

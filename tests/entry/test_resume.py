@@ -17,7 +17,7 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError, read_config
 from ding_lite.utils import load_file
 from entry import serial_pipeline
-from entry.pipeline.config_input import run_state
+from entry.kit.config_input import run_state
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-import entry.pipeline.life_cycle as run_module
+import entry.kit.life_cycle as run_module
 from entry import serial_pipeline
-from entry.pipeline.life_cycle import PhaseTimer
+from entry.kit.life_cycle import PhaseTimer
 
 
 def test_phase_timer_shares_and_rates(monkeypatch):

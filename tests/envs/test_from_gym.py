@@ -76,7 +76,7 @@ def test_a_batched_action_space_is_not_advised_to_be_flattened():
     """A Box of N rows (N envs glued, or one agent's matrix) is refused; the advice separates the envs rather than
     flattening them into one agent."""
     import numpy as np
-    from entry.pipeline.env_check import _action_size
+    from entry.kit.env_check import _action_size
     with pytest.raises(ConfigError) as info:
         _action_size(EasyDict(type='sac'), gym.spaces.Box(-1, 1, (3, 1), np.float32), "'Glued-v0'")
     message = str(info.value)

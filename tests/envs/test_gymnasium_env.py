@@ -159,7 +159,7 @@ def test_minigrid_by_package_id_names_its_mission_key_and_the_wrapper_that_drops
 
 
 def test_a_users_env_failing_an_assertion_in_its_constructor_says_where(tmp_path):
-    from envs.adapt import adapted_env
+    from envs.from_gym import adapted_env
 
     class Strict:  # a user's env class
         def __init__(self, cfg):

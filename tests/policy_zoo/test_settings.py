@@ -13,7 +13,7 @@ from ding_lite.config import ConfigError, compile_config
 from ding_lite.data import default_collate
 from ding_lite.worker import SampleSerialCollector
 from entry import serial_pipeline
-from entry.pipeline.run_parts import build_envs
+from entry.kit.run_parts import build_envs
 from policy_zoo import DiscreteSACPolicy, SACPolicy
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
 

@@ -18,7 +18,7 @@ from ding_lite.worker.logger import build_logger, build_tb_logger
 from ding_lite.worker.overlapped_collector import OverlappedCollector
 from policy_zoo import Policy, get_policy_cls
 from envs.from_gym import vec_env_setting
-from envs.adapt import adapted_env
+from envs.from_gym import adapted_env
 from envs.goal import goal_layout
 from .cpu_threads import overlap_collection
 from .env_check import first_step, fit_model_to_env

@@ -15,7 +15,7 @@ from ding_lite.config import ConfigError, save_config
 from ding_lite.data.collate import to_reward
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
-from envs.adapt import adapted_env
+from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from ding_lite.data.collate import batch_len, default_collate
 from envs import create_env_manager
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
-from envs.adapt import adapted_env
+from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
 
