@@ -94,3 +94,16 @@ def test_di_engine_module_paths_import_as_di_engine_writes_them():
         assert not (ENTRY / f'{name}.py').exists()
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module('entry.serial_entry_onpolicy')  # DI-engine's on-policy entry: not here
+
+
+def test_the_core_tests_import_nothing_of_entry():
+    """Tests live where the code they test lives: a test of ding_lite, envs or policy_zoo that runs a pipeline
+    belongs under tests/entry/ (``tests/entry/pipeline/test_<feature>_runs.py``)."""
+    offenders = []
+    for room in ('ding_lite', 'envs', 'policy_zoo'):
+        for path in (pathlib.Path(ROOT) / 'tests' / room).rglob('*.py'):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ''] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+                offenders += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.split('.')[0] == 'entry']
+    assert offenders == []

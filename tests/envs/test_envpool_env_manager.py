@@ -1,17 +1,14 @@
 """The envpool env manager: sync and async stepping, resets, action scaling, evaluation, the pipelines."""
 from __future__ import annotations
 
-import copy
 import functools
 import math
 
 import numpy as np
 import pytest
-from easydict import EasyDict
 
 from ding_lite.config import ConfigError
 from envs import CartPoleEnv, GymnasiumEnv, PendulumEnv, create_env_manager
-from tests.conftest import TINY_CREATE, TINY_PENDULUM
 
 pytest.importorskip('envpool', reason="the envpool env manager needs EnvPool: pip install 'ding-lite[envpool]'")
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')  # gymnasium's float64 Box warnings in EnvPool
@@ -89,19 +86,6 @@ def test_discrete_actions_and_an_evaluation_subset():
     timesteps = manager.step({1: np.int64(1)})  # env 0 finished its evaluation share: only env 1 reports
     assert list(timesteps) == [1] and sorted(manager.ready_obs) == [0, 1]
     manager.close()
-
-
-@pytest.mark.parametrize('batch_size', [None, 2])
-def test_serial_pipeline_trains_and_evaluates_through_envpool(tmp_path, batch_size):
-    from entry import serial_pipeline
-    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
-    main.exp_name, main.env.collector_env_num = str(tmp_path / 'exp'), 4
-    main.env.manager = dict(batch_size=batch_size)
-    create = EasyDict(copy.deepcopy(TINY_CREATE))
-    create.env_manager.type = 'envpool'
-    serial_pipeline((main, create), seed=0, max_env_step=200)
-    rows = (tmp_path / 'exp' / 'log' / 'evaluator.csv').read_text().splitlines()[1:]
-    assert len(rows) >= 3 and int(rows[-1].split(',')[1]) >= 160
 
 
 def test_halfcheetah_v5_runs_without_the_mujoco_package_path():

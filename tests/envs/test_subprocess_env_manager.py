@@ -1,8 +1,6 @@
 """SubprocessEnvManager: same transitions as 'base', restarts of envs that raise, die or hang, clean shutdown."""
 from __future__ import annotations
 
-import contextlib
-import copy
 import multiprocessing as mp
 import os
 import time
@@ -11,13 +9,10 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
-from easydict import EasyDict
 
 from ding_lite.registry import ENV_REGISTRY
-from entry import serial_pipeline
 from envs import BaseEnvManager, PendulumEnv, SubprocessEnvManager
 from envs.subprocess_env_manager import EnvFailure
-from tests.conftest import TINY_CREATE, TINY_PENDULUM
 
 
 @ENV_REGISTRY.register('flaky_pendulum', force_overwrite=True)
@@ -61,23 +56,6 @@ def test_same_transitions_as_base(shared_memory):
     assert _rollout(SubprocessEnvManager, shared_memory=shared_memory) == _rollout(BaseEnvManager)
 
 
-@pytest.mark.parametrize('failure', ['raise', 'exit', 'hang'])
-def test_broken_env_is_restarted_and_training_goes_on(tmp_path, failure):
-    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
-    main.exp_name = str(tmp_path / failure)
-    main.env.update(failure=failure, fail_at=30)  # 20-step episodes: the second episode of each instance breaks
-    main.env.manager = dict(step_timeout=1.0, retry_waiting_time=0.0)
-    create = EasyDict(copy.deepcopy(TINY_CREATE))
-    create.env.type, create.env_manager.type = 'flaky_pendulum', 'subprocess'
-    main.policy.collect.collector = dict(collect_print_freq=1)
-    serial_pipeline((main, create), seed=0, max_env_step=200)
-    log = (tmp_path / failure / 'log' / 'collector.txt').read_text()
-    restarts = [float(line.split('env_restart_count: ')[1].split()[0]) for line in log.splitlines()
-                if 'env_restart_count' in line]
-    assert restarts and restarts[-1] >= 2  # each of the 2 envs broke at least once, and the run reached 200 steps
-    assert not mp.active_children()        # every env process is gone
-
-
 def test_no_transition_crosses_a_restart():
     env_fn = [partial(FlakyPendulum, cfg={'fail_at': 5, 'env_kwargs': {'max_episode_steps': 200}})]
     manager = SubprocessEnvManager(env_fn, {'retry_waiting_time': 0.0})
@@ -100,54 +78,6 @@ def test_too_many_failures_in_a_row_name_the_env_and_its_error():
             manager.step({i: torch.zeros(1) for i in manager.ready_obs})
     manager.close()
     assert not mp.active_children()
-
-
-def test_an_exception_in_the_run_leaves_no_env_process(tmp_path, monkeypatch):
-    from policy_zoo import SACPolicy
-
-    def broken(self, data):
-        raise KeyboardInterrupt('Ctrl-C')
-    monkeypatch.setattr(SACPolicy, '_forward_learn', broken)
-    main = EasyDict(copy.deepcopy(TINY_PENDULUM))
-    main.exp_name = str(tmp_path / 'run')
-    create = EasyDict(copy.deepcopy(TINY_CREATE))
-    create.env_manager.type = 'subprocess'
-    with pytest.raises(KeyboardInterrupt):
-        serial_pipeline((main, create), seed=0, max_env_step=200)
-    assert not mp.active_children()
-
-
-def test_ctrl_c_at_the_cli_leaves_no_process_behind(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    from tests.conftest import ROOT
-    main = copy.deepcopy(TINY_PENDULUM)
-    main['exp_name'] = str(tmp_path / 'run')
-    main['policy']['learn']['learner']['hook']['save_ckpt_after_iter'] = 5
-    create = dict(copy.deepcopy(TINY_CREATE), env_manager=dict(type='subprocess'))
-    cfg = tmp_path / 'cfg.py'
-    cfg.write_text(f"main_config = {main!r}\ncreate_config = {create!r}\n")
-    # faulthandler: a run that does not stop is aborted below and prints where each of its threads was
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), PYTHONFAULTHANDLER='1')
-    process = subprocess.Popen([sys.executable, '-m', 'entry.cli', '-m', 'serial', '-c', str(cfg)], env=env,
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / 'run' / 'ckpt' / 'latest').exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
-    try:
-        _, err = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGABRT)
-        _, err = process.communicate(timeout=30)
-        with contextlib.suppress(ProcessLookupError):  # env workers the aborted run left
-            os.killpg(process.pid, signal.SIGKILL)
-        pytest.fail(f"the run did not stop within 60 s of Ctrl-C; its threads then:\n{err[-6000:]}")
-    assert process.returncode == 130 and 'interrupted' in err
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):  # no env worker is left in the group
-        os.killpg(process.pid, 0)
 
 
 _PARENT = os.getpid()

@@ -9,9 +9,7 @@ import torch
 
 from ding_lite.config import compile_config
 from ding_lite.data import default_collate
-from entry import serial_pipeline
 from policy_zoo import DiscreteSACPolicy, SACPolicy, SQILSACPolicy
-from tests.tb_events import read_scalars
 
 torch_norm = torch.nn.utils.get_total_norm
 
@@ -56,15 +54,3 @@ def test_learn_stats_are_per_critic_q_and_the_gradients_total_norms(cls):
         torch.testing.assert_close(stats['log_sigma'], logit[1].log().mean())
     assert set(policy.learn_mode.monitor_vars()) <= set(stats)
     assert all(not v.requires_grad for v in stats.values())
-
-
-def test_a_run_logs_the_diagnostics_to_tensorboard(tiny_pendulum):
-    main, create = tiny_pendulum
-    serial_pipeline((main, create), seed=0, max_train_iter=10)  # log_show_after_iter = 5
-    scalars = read_scalars(f'{main.exp_name}/log/serial')
-    for name in ('q_value_1', 'q_value_2', 'grad_norm_critic', 'grad_norm_actor', 'mu', 'log_sigma'):
-        steps = [step for step, _ in scalars[f'learner/{name}']]
-        assert steps == [5, 10], name
-    for (_, q), (_, q1), (_, q2) in zip(*(scalars[f'learner/{k}'] for k in ('q_value', 'q_value_1', 'q_value_2'))):
-        assert q == pytest.approx((q1 + q2) / 2, rel=1e-5)
-    assert all(value > 0 for _, value in scalars['learner/grad_norm_critic'])

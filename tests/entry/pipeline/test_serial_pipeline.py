@@ -17,8 +17,6 @@ from ding_lite.data import load_demo
 from ding_lite.registry import POLICY_REGISTRY
 from tests.conftest import synthetic_demo
 
-HERE = os.path.dirname(__file__)
-ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def test_tiny_run_writes_config_logs_checkpoints(tiny_pendulum):

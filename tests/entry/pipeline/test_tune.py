@@ -17,7 +17,7 @@ from entry.pipeline import tune as tune_module
 from entry.pipeline.seed_axis import SeedAxis
 from policy_zoo import create_policy
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
-from tests.entry.test_seeds import _batch, _learn_tensors
+from tests.entry.pipeline.test_seeds import _batch, _learn_tensors
 
 TRIAL = dict(learning_rate_q=1e-3, learning_rate_policy=1e-4, learning_rate_alpha=3e-3, discount_factor=0.9,
              target_theta=0.05, alpha=0.5, target_entropy=-0.5)

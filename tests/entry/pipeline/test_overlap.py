@@ -20,7 +20,7 @@ from entry.kit.run_parts import create_run_policy
 from entry.pipeline.single import train_serial
 from entry.kit.steps import build_serial
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
-from tests.entry.test_resume import _cfg, _crash_at, _returns, _same_params
+from tests.entry.pipeline.test_resume import _cfg, _crash_at, _returns, _same_params
 
 EPISODE = 7
 

@@ -15,7 +15,7 @@ from ding_lite.utils import load_file
 from entry import serial_pipeline, serial_pipeline_offline
 from policy_zoo import SACPolicy
 from tests.conftest import ROOT, TINY_CREATE, TINY_PENDULUM, pendulum_expert_demo
-from tests.entry.test_resume import _crash_at
+from tests.entry.pipeline.test_resume import _crash_at
 
 
 def _cfg(exp_dir, **policy) -> tuple[EasyDict, EasyDict]:

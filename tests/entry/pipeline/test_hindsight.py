@@ -11,7 +11,7 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError
 from entry import serial_pipeline
 from tests.conftest import ROOT, zoo_config
-from tests.entry.test_resume import _crash_at, _same_params
+from tests.entry.pipeline.test_resume import _crash_at, _same_params
 
 CONFIG = os.path.join(ROOT, 'dizoo_configs', 'point_goal_sac_her_config.py')
 

@@ -310,7 +310,7 @@ def test_a_parallel_run_logs_its_times_info_metrics_entropy_and_histograms(tmp_p
     from tests.tb_events import read_histogram_tags, read_scalars
     main, create = _tiny(tmp_path)
     main.env.update(evaluator_env_num=1, n_evaluator_episode=2, info_metrics=['coins'],
-                    wrappers=['tests.entry.test_run_metrics.AlternatingSuccess'])
+                    wrappers=['tests.entry.pipeline.test_run_metrics.AlternatingSuccess'])
     main.policy.collect.collector = dict(collect_print_freq=5)
     main.policy.learn.learner.log_histograms = True
     parallel_pipeline((main, create), seed=0, max_env_step=200)

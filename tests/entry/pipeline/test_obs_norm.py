@@ -11,7 +11,7 @@ import torch
 from entry import eval as evaluate
 from entry import serial_pipeline
 from ding_lite.utils import load_file
-from tests.entry.test_resume import _cfg, _crash_at, _same_params
+from tests.entry.pipeline.test_resume import _cfg, _crash_at, _same_params
 
 
 def _normalised(exp_dir, manager: str = 'base'):
