@@ -63,8 +63,10 @@ class Policy:
             collector_logit=False,          # keep the policy's logits in the transitions
             env_num=None,                   # DI-engine's key, set from env.collector_env_num (as DI-engine)
             model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
-            overlap=False,                  # collect the next round in a child process while learning; 'auto': where
-                                            # the learner leaves a core free (GPU, or small nets on one CPU thread)
+            overlap=False,                  # collect a round behind while learning: True, 'auto', 'process', 'stream'
+                                            # True: in a child process on a CPU learner ('process'), from a weight
+                                            # snapshot on a CUDA stream of its own on a GPU one ('stream'); 'auto':
+                                            # where that leaves a core free (GPU, or small nets on one CPU thread)
         ),
         eval=dict(
             env_num=None,                   # DI-engine's key, set from env.evaluator_env_num (as DI-engine)
