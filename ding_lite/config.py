@@ -405,10 +405,16 @@ def compile_config(
         replay_buffer=dict(type=policy.other.replay_buffer.type), import_names=sorted(set(imported)))
     _record_user_modules(cfg, create_cfg.get('import_paths') or [])
     check_capabilities(cfg, POLICY_REGISTRY.get(cfg.policy.type), pipeline)
-    if save_cfg and renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
+    return save_compiled(cfg, save_path, renew_dir, overrides) if save_cfg else cfg
+
+
+def save_compiled(cfg: EasyDict, save_path: str = 'total_config.py', renew_dir: bool = True,
+                  overrides: dict[str, Any] | None = None) -> EasyDict:
+    """``compile_config``'s last step for a config it compiled without saving: ``cfg`` (its ``exp_name`` given a time
+    suffix where that folder exists, with ``renew_dir``: an earlier run is never touched) written to its folder."""
+    if renew_dir and os.path.exists(cfg.exp_name):  # as DI-engine: never write into an old run
         cfg.exp_name = f"{cfg.exp_name}_{time.strftime('%y%m%d_%H%M%S')}_{uuid.uuid4().hex[:4]}"
-    if save_cfg:
-        save_config(cfg, os.path.join(cfg.exp_name, save_path), overrides)
+    save_config(cfg, os.path.join(cfg.exp_name, save_path), overrides)
     return cfg
 
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding_lite.config import ConfigError, compile_config, read_config
+from ding_lite.capabilities import check as check_capabilities
+from ding_lite.config import ConfigError, compile_config, read_config, save_compiled
+from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
@@ -27,18 +29,24 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any
 
 
 def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str,
-                overrides: dict[str, Any] | None = None, pipeline: str = 'serial') -> tuple[EasyDict, str | None]:
+                overrides: dict[str, Any] | None = None, pipeline: str = 'serial',
+                compiled: EasyDict | None = None) -> tuple[EasyDict, str | None]:
     """The compiled config of a training run and, when resuming, the checkpoint to continue.
 
     A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
     continues (``exp_name``'s, or the one holding the checkpoint ``resume`` names) and takes the seed its checkpoint
     records (a different ``seed`` is an error). ``overrides`` (``--set``) are applied, recorded in
     ``total_config.py`` and logged in ``log/summary.txt``. ``pipeline`` (a name of ``PIPELINES``) is the one that
-    runs it: a feature it does not declare is refused before anything is written.
+    runs it: a feature it does not declare is refused before anything is written. ``compiled``: the same input
+    already compiled unsaved for this seed (a run of many seeds checks its first seed's), checked and saved as it is.
     """
     kwargs = dict(overrides=overrides, pipeline=PIPELINES[pipeline])
     if not resume:
-        cfg = compile_input(input_cfg, seed, **kwargs)
+        if compiled is not None:
+            check_capabilities(compiled, POLICY_REGISTRY.get(compiled.policy.type), PIPELINES[pipeline])
+            cfg = save_compiled(compiled, overrides=overrides)
+        else:
+            cfg = compile_input(input_cfg, seed, **kwargs)
         if overrides:
             build_logger(cfg.exp_name, 'summary', console=True).info(
                 'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))

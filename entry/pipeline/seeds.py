@@ -76,10 +76,11 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     seeds = check_seeds(seeds)
     if isinstance(input_cfg, str):  # read once: a config file is code, run once however many seeds it has
         input_cfg = read_config(input_cfg)
-    reason = 'one seed' if len(seeds) == 1 else _why_sequential(input_cfg, seeds, kwargs.get('overrides'))
+    reason, first = ('one seed', None) if len(seeds) == 1 else _why_sequential(input_cfg, seeds,
+                                                                                kwargs.get('overrides'))
     if reason is None:
         names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
-        return serial_pipeline_seeds(input_cfg, seeds, setup, name=name,
+        return serial_pipeline_seeds(input_cfg, seeds, setup, name=name, first=first,
                                      **{k: v for k, v in kwargs.items() if k in names})
     why = f"seeds {seeds} run one after another, not as one batched run: {reason}"
     if len(seeds) > 1:  # the console now; each seed's summary log once its folder exists (made by its own run)
@@ -90,37 +91,45 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     return policies
 
 
-def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None) -> str | None:
+def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None
+                    ) -> tuple[str | None, EasyDict]:
+    """Why the seeds cannot stack (None where they can), and the first seed's config, compiled unsaved."""
     cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
-    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
+    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy), cfg
 
 
 def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup: Setup,
                           env_setting: list | None = None,
                           model: nn.Module | None = None, max_train_iter: int = int(1e10),
                           max_env_step: int = int(1e10), resume: bool | str = False,
-                          overrides: dict[str, Any] | None = None, name: str = 'seeds') -> list[Policy]:
+                          overrides: dict[str, Any] | None = None, name: str = 'seeds',
+                          first: EasyDict | None = None) -> list[Policy]:
     """Train ``seeds`` as one run of ``SeedAxis`` updates; seed k writes ``<exp_name>_seed<k>/`` as a single run
-    would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder."""
+    would. ``model`` is copied for each seed; ``resume`` True continues every seed's folder. ``first``: the first
+    seed's config compiled unsaved already (each seed's config is compiled once)."""
     rows = [(seed_input(input_cfg, seed), seed) for seed in seeds]
-    return train_rows(rows, setup, env_setting, model, max_train_iter, max_env_step, resume, overrides, name=name)
+    return train_rows(rows, setup, env_setting, model, max_train_iter, max_env_step, resume, overrides, name=name,
+                      compiled={seeds[0]: first} if first is not None else None)
 
 
 def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | None = None,
                model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
                resume: bool | str = False, overrides: dict[str, Any] | None = None,
-               prepare: Callable[[SimpleNamespace], None] | None = None, name: str = 'seeds') -> list[Policy]:
+               prepare: Callable[[SimpleNamespace], None] | None = None, name: str = 'seeds',
+               compiled: dict[int, EasyDict] | None = None) -> list[Policy]:
     """Train ``rows``, each a ``(main_config, create_config)`` pair and its seed (one config's seeds, or a search's
     trials, whose configs differ in ``ROW_SETTINGS`` at most), as one run of ``SeedAxis`` updates, each row in its
     own ``exp_name`` folder as a single run would; ``prepare(run)`` is called on each row's run once it is built;
-    ``name``: the pipeline (``PIPELINES``) whose declarations the rows are checked against.
-    ``model`` is copied for each row; ``resume`` True continues every row's folder."""
+    ``name``: the pipeline (``PIPELINES``) whose declarations the rows are checked against; ``compiled``: rows'
+    configs compiled unsaved already, by seed. ``model`` is copied for each row; ``resume`` True continues every
+    row's folder."""
     if resume not in (True, False):
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
     with contextlib.ExitStack() as stack:
         for row_cfg, seed in rows:
-            cfg, resume_path = compile_run(row_cfg, seed, resume, overrides, pipeline=name)
+            cfg, resume_path = compile_run(row_cfg, seed, resume, overrides, pipeline=name,
+                                           compiled=(compiled or {}).get(seed))
             with starting(cfg, resume_path):
                 # one forward acts for every seed's envs: collection stays in this process
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,

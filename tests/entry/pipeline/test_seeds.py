@@ -405,12 +405,17 @@ def test_the_stacked_update_goes_through_a_captured_step_as_the_seeds_batch(monk
         torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))
 
 
-def test_a_config_file_is_read_once_for_all_its_seeds(tmp_path):
-    """A config file is code: a run of many seeds runs it once (its side effects once), each seed its own copy."""
+def test_a_config_file_is_read_once_and_each_seed_compiled_once(tmp_path, monkeypatch):
+    """A config file is code: a run of many seeds runs it once (its side effects once), each seed its own copy,
+    compiled once (the first seed's compile for the stacking check is its run's)."""
+    from entry.kit import config_input
+    compiles, compile_config = [], config_input.compile_config
+    monkeypatch.setattr(config_input, 'compile_config', lambda *a, **k: compiles.append(k['seed']) or
+                        compile_config(*a, **k))
     counter = tmp_path / 'reads.txt'
     main = dict(copy.deepcopy(TINY_PENDULUM), exp_name=str(tmp_path / 'once'))
     (tmp_path / 'once_config.py').write_text(
         f"open({str(counter)!r}, 'a').write('read\\n')\nmain_config = {main!r}\ncreate_config = {TINY_CREATE!r}\n")
     policies = serial_pipeline(str(tmp_path / 'once_config.py'), seed=[0, 1], max_env_step=40)
-    assert len(policies) == 2 and counter.read_text() == 'read\n'
+    assert len(policies) == 2 and counter.read_text() == 'read\n' and sorted(compiles) == [0, 1]
     assert all((tmp_path / f'once_seed{seed}' / 'ckpt' / 'ckpt_last.pth.tar').is_file() for seed in (0, 1))
