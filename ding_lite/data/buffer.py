@@ -100,13 +100,19 @@ class ReplayBuffer:
         self._check_schema(flat)
         if n > self.size:  # only the newest `size` survive a ring anyway
             flat, n = {k: v[-self.size:] for k, v in flat.items()}, self.size
-        index = (self._ptr + torch.arange(n, device=self.device)) % self.size
-        for path, value in staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device).items():
-            self._storage[path].index_copy_(0, index, value)
-        if self._links is not None:
-            self._links.write(index, flat[('env_id',)], flat[('episode_start',)])
-        self._on_write(index, flat)
-        self._ptr = (self._ptr + n) % self.size
+        values = staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device)
+        end = self._ptr + n
+        if end <= self.size and self._links is None and type(self)._on_write is ReplayBuffer._on_write:
+            for path, value in values.items():  # the usual push: a slice of each field, no slot index built
+                self._storage[path][self._ptr:end].copy_(value)
+        else:
+            index = (self._ptr + torch.arange(n, device=self.device)) % self.size
+            for path, value in values.items():
+                self._storage[path].index_copy_(0, index, value)
+            if self._links is not None:
+                self._links.write(index, flat[('env_id',)], flat[('episode_start',)])
+            self._on_write(index, flat)
+        self._ptr = end % self.size
         self._count = min(self._count + n, self.size)
 
     def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
