@@ -34,14 +34,15 @@ def source_hash() -> str:
 
 
 def build() -> dict[str, Any]:
-    """The answers of the live registries: ``list`` per kind (all kinds under ''), ``config`` per
-    ``(kind, name)``."""
-    from .discover import CONFIG_KINDS, KINDS, _registry, describe_config, list_registered
+    """The answers of the live registries for the built-in registrations (a process that registered its own
+    classes writes none of them): ``list`` per kind (all kinds under ''), ``config`` per ``(kind, name)``."""
+    from .discover import CONFIG_KINDS, KINDS, _registry, builtin, describe_config, list_registered
     configs = {f"{kind}:{name}": describe_config(name, kind) for kind in CONFIG_KINDS
-               for name in _registry(kind).keys()}
+               for name in _registry(kind).keys() if builtin(_registry(kind).get(name))}
     configs['parallel:parallel'] = describe_config('parallel', 'parallel')
     return {'source_hash': source_hash(), 'kinds': list(CONFIG_KINDS) + ['parallel'],
-            'list': {kind or '': list_registered(kind) for kind in [None, *KINDS]}, 'config': configs}
+            'list': {kind or '': list_registered(kind, builtin_only=True) for kind in [None, *KINDS]},
+            'config': configs}
 
 
 def write() -> str:

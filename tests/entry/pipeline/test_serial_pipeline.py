@@ -74,10 +74,13 @@ def test_user_policy_registered_in_own_module_trains(tiny_pendulum, tmp_path, mo
     main, create = tiny_pendulum
     main.policy.learn.my_bonus = 2.0            # a key the user's policy declares
     create.policy = EasyDict(type='my_sac_for_test', import_names=['my_user_sac'])
-    policy = serial_pipeline((main, create), max_env_step=100)
+    try:
+        policy = serial_pipeline((main, create), max_env_step=100)
+    finally:  # the registry as other tests expect it (``ding_lite list`` prints every registered name)
+        sys.modules.pop('my_user_sac', None)
+        POLICY_REGISTRY._table.pop('my_sac_for_test', None)
     assert type(policy).__name__ == 'MySAC' and type(policy).calls > 0
     assert policy._cfg.learn.my_bonus == 2.0
-    sys.modules.pop('my_user_sac')
 
 
 DI_ENGINE_PENDULUM_SAC = '''

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -16,7 +17,11 @@ def test_list_prints_every_registered_name_with_its_description(capsys):
     out = capsys.readouterr().out
     for kind in ('policies:', 'models:', 'envs:', 'env_managers:', 'buffers:', 'wrappers:'):
         assert kind in out
-    assert 'sac           Soft Actor-Critic for Box actions' in out and 'sac_discrete  alias of discrete_sac' in out
+    # the names in one column (as wide as the longest name: other tests' registrations may widen it)
+    assert re.search(r'\n  sac +Soft Actor-Critic for Box actions', out)
+    assert re.search(r'\n  sac_discrete +alias of discrete_sac', out)
+    width = len(re.search(r'\n  (sac +)Soft', out).group(1))
+    assert re.search(rf'\n  {"discrete_sac":<{width}}\S', out)
     assert 'envpool' in out and 'tanh_reparam_sample' in out
     assert list_registered('buffers').splitlines()[0] == 'buffers:'
     with pytest.raises(ValueError, match="unknown kind 'polices'; did you mean 'policies'"):
@@ -108,3 +113,22 @@ def test_list_and_config_answer_without_torch_from_a_catalog_kept_current(tmp_pa
     assert catalog.answer('list') is None                                # the live registries answer
     assert catalog.refresh() and catalog.answer('list') == 'fresh'       # and it is written anew
     assert not catalog.refresh()                                         # current: nothing to write
+
+
+def test_the_catalog_keeps_the_built_in_registrations_only():
+    """``catalog.json`` (what ``ding_lite list`` answers from, in any process) is written by whichever process finds it
+    stale: one that registered classes of its own (a notebook, a test) writes none of them."""
+    from entry.tools import catalog
+    from policy_zoo import SACPolicy
+
+    class ProcessOwnSAC(SACPolicy):
+        """Registered by this process only."""
+    POLICY_REGISTRY.register('process_own_sac_with_a_long_name', ProcessOwnSAC, force_overwrite=True)
+    try:
+        built = catalog.build()
+        assert 'process_own_sac' in list_registered('policies')   # the live answer has it
+    finally:
+        POLICY_REGISTRY._table.pop('process_own_sac_with_a_long_name')
+    assert 'process_own_sac' not in built['list']['policies'] and 'process_own_sac' not in built['list']['']
+    assert not any('process_own_sac' in key for key in built['config'])
+    assert 'sac' in built['list']['policies'] and 'policy:sac' in built['config']
