@@ -216,13 +216,21 @@ class Policy:
 
     # ---- collect / eval ----
     def _init_collect(self) -> None:
-        self._collect_model = model_wrap(self._model, self.collect_wrapper)
+        self._collect_model = self._acting(self._model, self.collect_wrapper)
         self._snapshot: SnapshotActor | None = None  # act_from_snapshot's
         self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # the buffer cuts a recurrent model's
         self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
 
+    @staticmethod
+    def _acting(model: nn.Module, wrapper: str) -> Any:
+        """``model`` in ``wrapper`` for ``_act``, holding the observation normaliser it acts with (read per forward
+        from the wrapper itself, not looked up through it)."""
+        acting = model_wrap(model, wrapper)
+        acting.obs_norm = getattr(model, 'obs_norm', None)
+        return acting
+
     def _init_eval(self) -> None:
-        self._eval_model = model_wrap(self._model, self.eval_wrapper)
+        self._eval_model = self._acting(self._model, self.eval_wrapper)
 
     def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Tensor]]:
         return self._by_env(self._forward_collect_batch, data, **kwargs)
@@ -240,7 +248,7 @@ class Policy:
         each learn round): ``policy.collect.overlap`` in this process. On CUDA the collect forward then runs
         on a stream of its own and never waits for the learn steps queued since (``SnapshotActor``)."""
         self._snapshot = SnapshotActor(self._model, self._device, graphed=bool(self._cfg.learn.get('cuda_graph')))
-        self._collect_model = model_wrap(self._snapshot.model, self.collect_wrapper)
+        self._collect_model = self._acting(self._snapshot.model, self.collect_wrapper)
 
     def refresh_snapshot(self) -> None:
         """``act_from_snapshot``'s copy of the weights as they stand after the learn steps so far (a no-op
@@ -306,7 +314,7 @@ class Policy:
         (a recurrent model's): the envs' states and previous action and reward (``EnvMemory.inputs``)."""
         if model.training:  # the learn mode leaves the shared model in training mode
             set_training(model, False)
-        norm = getattr(model, 'obs_norm', None)  # the model's own: a collect snapshot's statistics are its own
+        norm = getattr(model, 'obs_norm', self._obs_norm)  # the model's own (``_acting``): a snapshot's is its own
         obs = obs.to(self._device)
         obs = obs if norm is None else norm(obs)
         if memory is not None:  # one step of each env's sequence

@@ -67,7 +67,7 @@ class SnapshotActor:
                 output = step({'obs': obs})
             else:
                 output = forward(obs)
-            host = {key: _to_host(value) for key, value in output.items()}
+            host = {name: _to_host(value) for name, value in output.items()}
             self._done.record(self._stream)
         self._done.synchronize()
         return host

@@ -17,7 +17,7 @@ from typing import Iterator
 import torch
 from easydict import EasyDict
 
-from ding_lite.config import ConfigError
+from ding_lite.config import ALSO_NAMED, ConfigError
 
 # batch x width^2 of the widest hidden layer below which one thread is as fast as several (Pendulum's 128 x 128^2
 # gains 1.1x from a second thread, HalfCheetah's 256 x 256^2 1.6x)
@@ -37,7 +37,7 @@ def small_nets(cfg: EasyDict, stacked: int = 1) -> bool:
     return stacked * cfg.policy.learn.batch_size * max(widths, default=0) ** 2 < SMALL_WORK
 
 
-OVERLAP = (True, False, 'auto', 'process', 'stream')  # policy.collect.overlap's values
+OVERLAP = (True, False, *ALSO_NAMED['collect.overlap'])  # policy.collect.overlap's values
 
 
 def overlap_collection(cfg: EasyDict) -> str | None:
@@ -48,7 +48,7 @@ def overlap_collection(cfg: EasyDict) -> str | None:
     on a CUDA learner, else the process; 'auto' too, but on a CPU learner only where it leaves a core to the child
     (small nets on one thread beside another core)."""
     overlap = cfg.policy.collect.get('overlap', False)
-    if not any(overlap is value or isinstance(value, str) and overlap == value for value in OVERLAP):
+    if not (isinstance(overlap, bool) or overlap in OVERLAP[2:]):
         raise ConfigError(f"policy.collect.overlap must be one of {', '.join(map(repr, OVERLAP))}, got {overlap!r}")
     if not overlap:
         return None

@@ -36,13 +36,19 @@ def source_hash() -> str:
 def build() -> dict[str, Any]:
     """The answers of the live registries for the built-in registrations (a process that registered its own
     classes writes none of them): ``list`` per kind (all kinds under ''), ``config`` per ``(kind, name)``."""
-    from .discover import CONFIG_KINDS, KINDS, _registry, builtin, describe_config, list_registered
+    from .discover import CONFIG_KINDS, KINDS, _registry, describe_config, list_registered
     configs = {f"{kind}:{name}": describe_config(name, kind) for kind in CONFIG_KINDS
                for name in _registry(kind).keys() if builtin(_registry(kind).get(name))}
     configs['parallel:parallel'] = describe_config('parallel', 'parallel')
     return {'source_hash': source_hash(), 'kinds': list(CONFIG_KINDS) + ['parallel'],
-            'list': {kind or '': list_registered(kind, builtin_only=True) for kind in [None, *KINDS]},
+            'list': {kind or '': list_registered(kind, keep=builtin) for kind in [None, *KINDS]},
             'config': configs}
+
+
+def builtin(obj: Any) -> bool:
+    """Whether a registered ``obj`` is one of the framework's own (defined in ``SOURCES``), not a user's or a
+    test's."""
+    return (getattr(obj, '__module__', None) or '').split('.')[0] in SOURCES
 
 
 def write() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import glob
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ding_lite.config import ParallelSection, policy_default_config, read_config
 from ding_lite.registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY, \
@@ -25,17 +25,9 @@ def summary(obj: Any) -> str:
     return ' '.join(doc.split('\n\n')[0].split()) if doc else '(no description)'
 
 
-BUILTIN_PACKAGES = ('ding_lite', 'envs', 'policy_zoo')  # where the built-in registrations live
-
-
-def builtin(obj: Any) -> bool:
-    """Whether ``obj`` is one of the framework's own registrations (not a user's or a test's)."""
-    return (getattr(obj, '__module__', None) or '').split('.')[0] in BUILTIN_PACKAGES
-
-
-def list_registered(kind: str | None = None, builtin_only: bool = False) -> str:
-    """The registered names of ``kind`` (all kinds when None), one per line with its description; with
-    ``builtin_only`` the framework's own alone (what ``catalog.json`` keeps)."""
+def list_registered(kind: str | None = None, keep: Callable[[Any], bool] | None = None) -> str:
+    """The registered names of ``kind`` (all kinds when None), one per line with its description; with ``keep``
+    those whose registered object it keeps (``catalog.json``'s: the built-ins)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r};{did_you_mean(kind, KINDS)} expected one of {', '.join(KINDS)}")
     blocks = []
@@ -43,7 +35,7 @@ def list_registered(kind: str | None = None, builtin_only: bool = False) -> str:
         if kind not in (None, name):
             continue
         entries = {key: registry.get(key) for key in registry.keys()}
-        entries = {key: obj for key, obj in entries.items() if builtin(obj)} if builtin_only else entries
+        entries = {key: obj for key, obj in entries.items() if keep(obj)} if keep else entries
         first = {}  # an alias is a second name of a class already listed
         lines = []
         for key, obj in entries.items():
