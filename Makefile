@@ -7,9 +7,10 @@ PIP = $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 # the venv's console scripts (ding_lite) first on PATH, for the commands and the tests that call them
 RUN = PATH="$(abspath $(dir $(PYTHON))):$$PATH" $(PYTHON)
-# what each target needs: the demo only plots; the tests run every env family, Ray, EnvPool, videos, W&B and Optuna
+# what each target needs: the demo only plots; the tests run every env family, Ray, EnvPool, videos, W&B, Optuna
+# and PettingZoo
 EXTRAS_demo = plot
-EXTRAS_test = test,box2d,mujoco,parallel,envpool,minigrid,plot,video,track,docs,tune
+EXTRAS_test = test,box2d,mujoco,parallel,envpool,minigrid,plot,video,track,docs,tune,marl
 EXTRAS_docs = docs
 # an install is done again only when setup.py changes (a stamp beside the interpreter, per target)
 STAMP = $(dir $(PYTHON)).ding_lite-installed-

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from .registry import ENV_REGISTRY
 from .utils.default_config import ConfigError
 
 
@@ -33,6 +34,11 @@ def _policy(*path: str) -> Callable[[Any], Any]:
 
 def _env_flag(key: str) -> Callable[[Any], bool]:
     return lambda cfg: bool((cfg.env.get(key) or {}).get('use_norm'))
+
+
+def _many_agents(cfg: Any) -> bool:
+    env_type = cfg.env.get('type')
+    return env_type in ENV_REGISTRY and bool(getattr(ENV_REGISTRY.get(env_type), 'multi_agent', False))
 
 
 FEATURES: dict[str, Feature] = {
@@ -68,6 +74,8 @@ FEATURES: dict[str, Feature] = {
                               lambda cfg: bool(_policy('other', 'offline_buffer', 'path')(cfg))),
     'data_path': Feature('policy.learn.data_path', 'a file as the only data', lambda cfg: bool(
         _policy('learn', 'data_path')(cfg))),
+    'agents': Feature('env.type', "many agents (a multi-agent env such as 'pettingzoo': a slot per agent)",
+                      _many_agents),
 }
 
 # what a policy's update must be written for; the rest is the pipelines' and the data's
@@ -99,6 +107,10 @@ CONFLICTS: dict[frozenset[str], str] = {
     frozenset({'her', 'priority'}): "hindsight replay relabels goals in the uniform buffer; set policy.priority=False",
     frozenset({'her', 'reward_vector'}): "a relabelled goal's reward is the env's compute_reward, one number; leave "
                                          "policy.reward_weights None",
+    frozenset({'agents', 'her'}): "hindsight replay relabels one agent's goals with the env's compute_reward, which "
+                                  "a multi-agent env does not offer; leave her None",
+    frozenset({'agents', 'reward_vector'}): "a multi-agent env's agents each get one reward; leave "
+                                            "policy.reward_weights None",
     frozenset({'priority', 'offline_buffer'}): "the mixed-in file is sampled uniformly and takes no priorities; set "
                                                "policy.priority=False",
 }

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from easydict import EasyDict
 
 from .capabilities import Pipeline, check as check_capabilities
-from .config_checks import check_batch_fits, check_env_id, check_priority, her_buffer_type, reward_clip_bounds
+from .config_checks import agent_id_input, check_batch_fits, check_env_id, check_priority, her_buffer_type, reward_clip_bounds
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
@@ -396,6 +396,7 @@ def compile_config(
     for mode, env_key in (('collect', 'collector_env_num'), ('eval', 'evaluator_env_num')):
         if 'env_num' in cfg.policy[mode]:  # declared: set as DI-engine's compile_config does, the env's count rules
             cfg.policy[mode].env_num = cfg.env.get(env_key, 1)
+    agent_id_input(cfg)
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env

@@ -8,7 +8,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from .registry import BUFFER_REGISTRY
+from .registry import BUFFER_REGISTRY, ENV_REGISTRY
 from .utils.default_config import ConfigError
 
 
@@ -57,6 +57,18 @@ def check_env_id(env_id: Any) -> None:
                       f": give envs made in Python as serial_pipeline(cfg, env_setting=...) (a gymnasium VectorEnv, "
                       f"or a list of envs or factories), or set env.env_id to the id and env.collector_env_num to "
                       f"the number of envs (create_config.env_manager.type='subprocess' for a process each)")
+
+
+def agent_id_input(cfg: EasyDict) -> None:
+    """``policy.model.agent_id_input``: the multi-agent env appends each agent's one-hot index to its observations
+    (the model reads it as part of them); refused for an env without agents."""
+    if not (cfg.policy.get('model') or {}).get('agent_id_input'):
+        return
+    env_cls = ENV_REGISTRY.get(cfg.env.type) if cfg.env.type in ENV_REGISTRY else None
+    if not getattr(env_cls, 'multi_agent', False):
+        raise ConfigError(f"policy.model.agent_id_input=True appends the agent's index to a multi-agent env's "
+                          f"observations, but env type {cfg.env.type!r} has no agents: leave it False")
+    cfg.env.agent_id_input = True
 
 
 def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:

@@ -9,8 +9,10 @@ from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLan
 from .multi_reward import PendulumSplitEnv
 from .goal import PointGoalEnv
 from .pomdp import PendulumPositionEnv
+from .pettingzoo_env import PettingZooEnv
+from .agent_slots import AgentSlots
 
 __all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'PendulumPositionEnv',
-           'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv',
+           'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv', 'PettingZooEnv', 'AgentSlots',
            'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
            'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']

@@ -202,25 +202,7 @@ class BaseEnvManager:
                     kept[env_id].append(action)
             info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
             return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
-        timesteps = self.step(dict(zip(env_ids, actions)))
-        if len(timesteps) != len(env_ids):
-            raise RuntimeError(f"{type(self).__name__} stepped envs {sorted(timesteps)} for actions to "
-                               f"{sorted(env_ids)}: step_batch needs every given env back")
-        steps = [timesteps[i] for i in env_ids]
-        done = _scalar_column([t.done for t in steps], bool, 'done', env_ids)
-        ended = np.flatnonzero(done).tolist() if done.any() else []
-        restarted = [env_ids[k] for k in ended if steps[k].info.get('abnormal')]
-        if restarted:  # no rows for them
-            rows = [k for k, i in enumerate(env_ids) if i not in restarted]
-            env_ids, steps, done = [env_ids[k] for k in rows], [steps[k] for k in rows], done[rows]
-            ended = np.flatnonzero(done).tolist()
-        terminated = done.copy() if ended else done
-        for k in ended:
-            terminated[k] = not steps[k].info.get('TimeLimit.truncated', False)
-        reward = _reward_column([t.reward for t in steps], env_ids)
-        obs = np.array([t.obs for t in steps]) if steps else np.empty((0,))
-        info = {env_ids[k]: steps[k].info for k in ended} if ended else None
-        return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted, info)
+        return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))
 
     @property
     def done(self) -> bool:
@@ -291,6 +273,29 @@ class BaseEnvManager:
         return self._envs[0]
 
 
+def batch_of_timesteps(manager: Any, env_ids: list[int], timesteps: dict[int, BaseEnvTimestep]
+                       ) -> BaseEnvBatchTimestep:
+    """``step``'s timesteps for the actions to ``env_ids`` as ``step_batch``'s columns, in that order."""
+    if len(timesteps) != len(env_ids):
+        raise RuntimeError(f"{type(manager).__name__} stepped envs {sorted(timesteps)} for actions to "
+                           f"{sorted(env_ids)}: step_batch needs every given env back")
+    steps = [timesteps[i] for i in env_ids]
+    done = _scalar_column([t.done for t in steps], bool, 'done', env_ids)
+    ended = np.flatnonzero(done).tolist() if done.any() else []
+    restarted = [env_ids[k] for k in ended if steps[k].info.get('abnormal')]
+    if restarted:  # no rows for them
+        rows = [k for k, i in enumerate(env_ids) if i not in restarted]
+        env_ids, steps, done = [env_ids[k] for k in rows], [steps[k] for k in rows], done[rows]
+        ended = np.flatnonzero(done).tolist()
+    terminated = done.copy() if ended else done
+    for k in ended:
+        terminated[k] = not steps[k].info.get('TimeLimit.truncated', False)
+    reward = _reward_column([t.reward for t in steps], env_ids)
+    obs = np.array([t.obs for t in steps]) if steps else np.empty((0,))
+    info = {env_ids[k]: steps[k].info for k in ended} if ended else None
+    return BaseEnvBatchTimestep(env_ids, obs, reward, done, terminated, restarted, info)
+
+
 def check_ready(ready_obs: dict[int, Any], env_ids: Any) -> None:
     """``ValueError`` naming the first of ``env_ids`` that is not waiting for an action."""
     for env_id in env_ids:
@@ -332,6 +337,8 @@ def _recording(env_fn: Callable[[], BaseEnv], replay_path: str) -> BaseEnv:
 
 
 def _same(obs: Any, saved: Any) -> bool:
+    if isinstance(obs, dict):  # a dict of arrays (a multi-agent env's rows): key by key
+        return isinstance(saved, dict) and obs.keys() == saved.keys() and all(_same(obs[k], saved[k]) for k in obs)
     try:
         return bool(np.array_equal(np.asarray(obs), np.asarray(saved)))
     except (TypeError, ValueError):  # structured observations: not compared

@@ -48,7 +48,9 @@ class Policy:
         random_collect_size=0,              # env steps of uniformly random actions before learning
         multi_agent=False,                  # DI-engine's flag; single-agent only here
         transition_with_policy_data=False,  # DI-engine's flag; False only (collect.collector_logit keeps logits)
-        model=dict(),                       # the model's constructor arguments (see its type)
+        model=dict(                         # the model's constructor arguments (see its type), and:
+            agent_id_input=False,           # a multi-agent env's agent index one-hot after each observation
+        ),
         learn=dict(
             update_per_collect=1,           # learn steps per collect call of n_sample transitions
             batch_size=64,                  # transitions per learn step
@@ -169,6 +171,7 @@ class Policy:
         model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
         model_type = model_cfg.pop('type', None) or cls.default_model()
         model_cfg.pop('init', None)  # the initialiser's name, applied by init_model
+        model_cfg.pop('agent_id_input', None)  # a multi-agent env appends the agent's index to its observations
         return cls.init_model(MODEL_REGISTRY.build(model_type, **model_cfg), cfg)
 
     @classmethod

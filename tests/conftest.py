@@ -181,3 +181,13 @@ def untrained_checkpoint(cfg: tuple, path) -> str:
     policy = create_policy(compile_config(*cfg, save_cfg=False).policy, enable_field=['learn'])
     save_file(str(path), {'kind': CHECKPOINT_KIND, 'last_iter': 0, **policy.learn_mode.state_dict()})
     return str(path)
+
+
+SLOW_TIMEOUT_S = 1800  # a slow learning test's own limit (pytest.ini's timeout is the default run's, per test)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests (left out by default) get a longer per-test limit than the default run's."""
+    for item in items:
+        if item.get_closest_marker('slow') and not item.get_closest_marker('timeout'):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))

@@ -14,7 +14,7 @@ from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics, team_episode
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
@@ -225,13 +225,19 @@ class _SerialCollector:
         return keys
 
     def _finish_episode(self, env_id: int, info: dict | None) -> None:
-        episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
-                   **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
-                   **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
-                   **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
-        self._episode_info.append(episode)
-        self.finished_episodes.append(episode)
-        self.total_episode += 1
+        """``env_id``'s episode ended: counted (an agent's: counted with its team's, ``team_episode``)."""
+        if hasattr(self._env, 'agents'):
+            team = (info or {}).get('team')
+            episode = None if team is None else team_episode(team, info, self._env)
+        else:
+            episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
+                       **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
+                       **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
+                       **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
+        if episode is not None:
+            self._episode_info.append(episode)
+            self.finished_episodes.append(episode)
+            self.total_episode += 1
         self._end_episode(env_id, keep_traj=True)
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:

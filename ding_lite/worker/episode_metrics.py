@@ -69,6 +69,14 @@ def return_metrics(total: float, discounted: float, length: int) -> dict[str, fl
     return {'discounted_return': float(discounted), 'reward_per_step': float(total) / max(int(length), 1)}
 
 
+def team_episode(team: dict[str, float], info: dict | None, manager: Any) -> dict[str, float]:
+    """A multi-agent env's episode as the logs count it (``AgentSlots``' ``info['team']``): the team's return (the
+    sum over agents) and length, each agent's return and length by its id, and the info metrics of the last agent's
+    info."""
+    return {**team, 'reward_per_step': team['return'] / max(int(team['length']), 1),
+            **episode_metrics(info, getattr(manager, 'info_metrics', ()))}
+
+
 def mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     """Per metric, the mean over the episodes that reported it (``is_success`` as ``success_rate``); the
     episodes' ``return`` and ``length`` are not metrics."""

@@ -17,7 +17,7 @@ from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
 from .collector import Forward
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics, team_episode
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
@@ -82,8 +82,11 @@ class InteractionSerialEvaluator:
         return True
 
     def _episode_quota(self) -> dict[int, int]:
-        base, extra = divmod(self.n_episode, self._env.env_num)
-        return {i: base + (1 if i < extra else 0) for i in range(self._env.env_num)}
+        """Episodes left per env; a multi-agent env's slots share their env's (its episode is the team's)."""
+        envs = getattr(self._env, 'team_envs', self._env.env_num)
+        base, extra = divmod(self.n_episode, envs)
+        of = getattr(self._env, 'env_of', lambda i: i)
+        return {i: base + (1 if of(i) < extra else 0) for i in range(self._env.env_num)}
 
     def run_episodes(self) -> list[float]:
         """Returns of ``n_episode`` deterministic episodes (each env runs its share); their info metrics are in
@@ -197,7 +200,16 @@ class InteractionSerialEvaluator:
                 self._episode_end(env_id, info)
 
     def _episode_end(self, env_id: int, info: dict) -> None:
-        """An episode that counts: its return (the env's own, in its units) and metrics kept."""
+        """An episode that counts: its return (the env's own, in its units) and metrics kept. An agent's ends with
+        its team's (``info['team']``), which counts once for all of its env's slots."""
+        if hasattr(self._env, 'agents'):
+            self._reset_env(env_id)
+            if 'team' in info:
+                self._returns.append(float(info['team']['return']))
+                self.episode_metrics.append(team_episode(info['team'], info, self._env))
+                for slot in [s for s in self._quota if self._env.env_of(s) == self._env.env_of(env_id)]:
+                    self._quota[slot] -= 1
+            return
         returns = _episode_return(info, env_id, self._tally.dim)
         self._returns.append(float(self._tally.total(returns)))
         self.episode_metrics.append({

@@ -34,7 +34,7 @@ TUNE = Pipeline(
 OFFLINE = Pipeline(
     'offline', '-m offline',
     frozenset({'norm_obs', 'norm_reward', 'reward_clip', 'reward_signals', 'gail', 'cloning', 'priority',
-               'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector'}),
+               'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents'}),
     refuses={'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
                     "set her=None",
              'recurrent': "the file's transitions are learnt from one by one, not as sequences yet; train a "
@@ -48,7 +48,7 @@ OFFLINE = Pipeline(
 SQIL = Pipeline(
     'sqil', '-m serial_sqil',
     _ALL - {'norm_reward', 'gail', 'offline_buffer', 'data_path', 'reward_vector', 'her', 'priority',
-            'priority_IS_weight', 'recurrent'},
+            'priority_IS_weight', 'recurrent', 'agents'},
     refuses={'norm_reward': "SQIL labels agent rewards 0 and demonstration rewards 1; a running std would rescale "
                             "the labels: set env.norm_reward.use_norm=False",
              'gail': "SQIL's demonstration half would count as the policy's rows for the discriminator; use GAIL "
@@ -62,7 +62,9 @@ SQIL = Pipeline(
                          "back; set policy.priority=False",
              'priority_IS_weight': "SQIL samples its halves uniformly; set policy.priority_IS_weight=False",
              'recurrent': "the demonstration half is mixed in as transitions, not as a recurrent model's sequences; "
-                          "train a recurrent model with -m serial"})
+                          "train a recurrent model with -m serial",
+             'agents': "SQIL's demonstrations are not collected or checked per agent yet; train many agents with "
+                       "-m serial"})
 
 PARALLEL = Pipeline(
     'parallel', '-m parallel',

@@ -15,6 +15,7 @@ from ding_lite.config import ConfigError, save_config
 from ding_lite.data.collate import to_reward
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
+from envs.agent_slots import FirstAgent
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
@@ -98,6 +99,8 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
     what failed, before any env step is collected. The run's random streams are left as they were."""
     env_fn, collector_cfgs, _ = env_setting
     env = adapted_env(env_fn, cfg=collector_cfgs[0])
+    if getattr(env, 'multi_agent', False):
+        env = FirstAgent(env)
     name = env_name(env)
     try:
         env.seed(cfg.seed, dynamic_seed=False)

@@ -15,6 +15,7 @@ from torch import nn
 from ding_lite.config import ConfigError, reward_clip_bounds
 from ding_lite.data.collate import batch_len, default_collate
 from envs import create_env_manager
+from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from envs.from_gym import adapted_env
@@ -35,6 +36,8 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     env_fn, collector_cfgs, evaluator_cfgs = env_setting
     env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
     manager = create_env_manager(cfg.env.manager, [partial(adapted_env, env_fn, cfg=c) for c in env_cfgs])
+    if getattr(env_fn, 'multi_agent', False):  # each agent of each env a slot of its own
+        manager = AgentSlots(manager)
     manager.seed(seed, dynamic_seed=which == 'collector')
     manager.info_metrics = list(cfg.env.get('info_metrics') or [])
     return manager

@@ -25,8 +25,9 @@ class Agent:
     """A trained policy and what it needs to act in its env's units: the observation adaptation (and, inside the
     model, the normalisation) of its run, and the scaling of [-1, 1] actions into the env's Box bounds."""
 
-    def __init__(self, policy: Policy, adapter: ObsAdapter, scaler: Any, discrete: bool) -> None:
+    def __init__(self, policy: Policy, adapter: ObsAdapter, scaler: Any, discrete: bool, codec: Any = None) -> None:
         self.policy, self._adapter, self._scaler, self._discrete = policy, adapter, scaler, discrete
+        self._codec = codec  # a multi-agent env's: each agent's observation as a row, each row as its action
 
     def predict(self, obs: Any, state: np.ndarray | None = None, episode_start: Any = None,
                 deterministic: bool = True, reward: Any = None) -> Any:
@@ -34,7 +35,11 @@ class Agent:
         eval actor's (``deterministic``) or one sampled from the policy. Box actions come scaled into the env's
         bounds; a Discrete action is an int (an int array for a batch). A recurrent run (``model.rnn``) returns
         ``(action, state)`` (SB3-contrib's): pass ``state`` back with the next observation, None or
-        ``episode_start`` True where an episode starts; ``reward``: the last reward, where the model reads it."""
+        ``episode_start`` True where an episode starts; ``reward``: the last reward, where the model reads it.
+        A multi-agent run takes ``{agent: observation}`` (PettingZoo's) and returns ``{agent: action}`` (a state row
+        per agent in the dict's order)."""
+        if self._codec is not None and isinstance(obs, dict):
+            return self._predict_agents(obs, state, episode_start, deterministic, reward)
         single, rows = self._rows(obs)
         mode = self.policy.eval_mode if deterministic else self.policy.collect_mode
         memory = self.policy.memory
@@ -47,6 +52,14 @@ class Agent:
                                   torch.as_tensor(action), kwargs['memory'].get('prev_reward')).numpy()
             return self._env_action(action, single), state[0] if single else state
         return self._env_action(action, single)
+
+    def _predict_agents(self, obs: dict[str, Any], state: Any, episode_start: Any, deterministic: bool,
+                        reward: Any) -> Any:
+        """``predict`` for ``{agent: observation}``: the agents' rows through the model, each row its agent's action."""
+        out = self.predict(self._codec.rows(obs), state, episode_start, deterministic, reward)
+        rows, state = out if self.policy.memory else (out, None)
+        actions = {agent: self._codec.action(self._codec.index[agent], row) for agent, row in zip(obs, rows)}
+        return (actions, state) if self.policy.memory else actions
 
     def _state_rows(self, state: Any, episode_start: Any, reward: Any, n: int) -> Tensor:
         """``predict``'s recurrent ``state`` as ``[n, width]`` rows, zero where an episode starts, the last reward
@@ -203,6 +216,7 @@ def load_policy(path: str, checkpoint: str = 'ckpt_best.pth.tar', device: str = 
         adapter = getattr(env, 'obs_adapter', None) or ObsAdapter(env.observation_space)
         scaler = getattr(env, 'action_scaler', None)
         discrete = isinstance(env.action_space, gym.spaces.Discrete)
+        codec = getattr(env, 'codec', None)
     finally:
         env.close()
     policy = create_run_policy(cfg, enable_field=['collect', 'eval'])
@@ -211,7 +225,7 @@ def load_policy(path: str, checkpoint: str = 'ckpt_best.pth.tar', device: str = 
         policy.eval_mode.load_state_dict(state)
     except (KeyError, RuntimeError) as error:
         raise ValueError(f"checkpoint {ckpt} does not fit the policy of {run}/total_config.py: {error}") from error
-    return Agent(policy, adapter, scaler, discrete)
+    return Agent(policy, adapter, scaler, discrete, codec)
 
 
 def _locate(path: str, checkpoint: str) -> tuple[str, str]:

@@ -25,7 +25,9 @@ ENV_OF = {'her': 'goal', 'reward_vector': 'split'}
 IMPLIES = {'gail': 'reward_signals', 'reward_model_schedule': 'reward_signals', 'priority_IS_weight': 'priority'}
 ENVS = {'pendulum': dict(type='pendulum', env_id='Pendulum-v1', obs=3, act=1, reward=()),
         'split': dict(type='pendulum_split', env_id='PendulumSplit-v1', obs=3, act=1, reward=(3,)),
-        'goal': dict(type='point_goal', env_id='PointGoal-v0', obs=6, act=2, reward=())}
+        'goal': dict(type='point_goal', env_id='PointGoal-v0', obs=6, act=2, reward=()),
+        # three agents that come and go, with Pendulum's sizes
+        'agents': dict(type='pettingzoo', env_id='tests.envs.come_and_go', obs=3, act=1, reward=())}
 
 
 def _files(folder, env: str) -> SimpleNamespace:
@@ -50,6 +52,8 @@ def _base(env: str, exp_name: str) -> tuple[EasyDict, EasyDict]:
     main = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main.exp_name = exp_name
     main.env.pop('env_kwargs') if env != 'pendulum' else None
+    if env == 'agents':
+        main.env.env_id = spec['env_id']
     main.policy.model.update(obs_shape=spec['obs'], action_shape=spec['act'])
     main.policy.eval.evaluator.eval_freq = ITERATIONS // 2
     main.policy.learn.learner.hook.update(log_show_after_iter=ITERATIONS // 2, save_ckpt_after_iter=0)
@@ -78,11 +82,12 @@ def _overrides(feature: str, files: SimpleNamespace) -> dict:
             'cuda_graph': {'policy.learn.cuda_graph': True},
             'load_before_run': {'policy.learn.learner.hook.load_ckpt_before_run': f'actor@{files.ckpt}'},
             'offline_buffer': {'policy.other.offline_buffer.path': files.demo},
-            'data_path': {'policy.learn.data_path': files.buffer}}[feature]
+            'data_path': {'policy.learn.data_path': files.buffer},
+            'agents': {}}[feature]  # (the env: _config)
 
 
 def _config(tmp_path, pipeline: str, features: tuple[str, ...]) -> tuple[EasyDict, EasyDict, SimpleNamespace]:
-    env = next((ENV_OF[f] for f in features if f in ENV_OF), 'pendulum')
+    env = next((ENV_OF[f] for f in features if f in ENV_OF), 'agents' if 'agents' in features else 'pendulum')
     files = _files(str(tmp_path / 'files' / env), env)
     overrides = {}
     for feature in features:  # (reward signals merge: GAIL beside RND)
@@ -92,6 +97,8 @@ def _config(tmp_path, pipeline: str, features: tuple[str, ...]) -> tuple[EasyDic
         overrides.setdefault('policy.learn.data_path', files.buffer)
     load = overrides.pop('policy.learn.learner.hook.load_ckpt_before_run', None)
     main, create = apply_overrides(*_base(env, str(tmp_path / 'run_seed0')), overrides)
+    if 'agents' in features and env != 'agents':  # a pair refused everywhere: the other's env, of many agents
+        create.env.type = 'pettingzoo'
     if load is not None:  # a checkpoint of this very model to start from
         untrained_checkpoint((copy.deepcopy(main), copy.deepcopy(create)), files.ckpt)
         main.policy.learn.learner.hook.load_ckpt_before_run = load

@@ -26,7 +26,7 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode.
     ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
     iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences, 'rnd' SAC with an RND
-    reward signal."""
+    reward signal, 'agents' SAC on a PettingZoo env of three agents that come and go (a slot each)."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
@@ -44,6 +44,10 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
         main_cfg.policy.collect.unroll_len, main_cfg.policy.burnin_step = 3, 1
         policy = 'sac'
     create = EasyDict(copy.deepcopy(TINY_CREATE))
+    if policy == 'agents':  # three agents that come and go, a slot each: their trajectories in the resume point
+        main_cfg.env = EasyDict(collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2, stop_value=1e9,
+                                env_id='tests.envs.come_and_go')
+        create.env.type, policy = 'pettingzoo', 'sac'
     create.env_manager.type = manager
     create.policy.type = policy
     return main_cfg, create
@@ -72,7 +76,8 @@ def _crash_at(monkeypatch, call: int) -> None:
 
 
 @pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
-                                             ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd')])
+                                             ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd'),
+                                             ('subprocess', 'agents')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
     straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:

@@ -1,0 +1,226 @@
+"""PettingZoo's parallel API as one env whose agents are rows: ``AgentSlots`` turns each row into an env slot."""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from easydict import EasyDict
+
+from ding_lite.registry import ENV_REGISTRY, import_names
+from ding_lite.utils.default_config import ConfigError
+from .adapt import ObsAdapter
+from .base_env import BaseEnv, BaseEnvTimestep
+from .gymnasium_env import ActionScaler
+
+logger = logging.getLogger(__name__)
+
+
+def make_parallel_env(env_id: str, kwargs: dict) -> Any:
+    """``parallel_env(**kwargs)`` of the module ``env_id`` (imported as ``import_names`` imports modules); an AEC
+    module (``env()`` only) through PettingZoo's ``aec_to_parallel``."""
+    if not env_id:
+        raise ConfigError("env.type='pettingzoo' needs env.env_id: a module with parallel_env(**kwargs), e.g. "
+                          "'mpe2.simple_spread_v3'")
+    import_names([env_id])
+    module = sys.modules[env_id]
+    if hasattr(module, 'parallel_env'):
+        return module.parallel_env(**kwargs)
+    if hasattr(module, 'env'):
+        from pettingzoo.utils.conversions import aec_to_parallel
+        return aec_to_parallel(module.env(**kwargs))
+    raise ConfigError(f"env.env_id={env_id!r}: the module has neither parallel_env(**kwargs) (PettingZoo's parallel "
+                      f"API) nor env(**kwargs) (its AEC API)")
+
+
+class AgentCodec:
+    """How each agent's observation becomes a row of the shared model's input (adapted as a gymnasium env's,
+    zero-padded to the longest, the agent's one-hot index after it with ``agent_id_input``) and how a row of the
+    model's actions becomes that agent's action (scaled from [-1, 1] into its Box where ``act_scale``)."""
+
+    def __init__(self, env_id: str, agents: list[str], obs_spaces: list[gym.Space], action_spaces: list[gym.Space],
+                 agent_id_input: bool, act_scale: bool) -> None:
+        self.env_id, self.agents, self.agent_id_input = env_id, agents, agent_id_input
+        self.index = {agent: a for a, agent in enumerate(agents)}
+        self._adapters = [ObsAdapter(space) for space in obs_spaces]
+        self.obs_size, self.observation_space = self._obs_layout()
+        self.action_space, self._scalers = self._action_layout(action_spaces, act_scale)
+
+    def _obs_layout(self) -> tuple[int, gym.spaces.Box]:
+        spaces = {agent: adapter.space for agent, adapter in zip(self.agents, self._adapters)}
+        if any(not isinstance(s, gym.spaces.Box) or len(s.shape) != 1 for s in spaces.values()):
+            raise ConfigError(f"env {self.env_id}: the agents' observations must adapt to vectors (1-D Boxes) to "
+                              f"share one model, got {spaces}")
+        sizes = {int(s.shape[0]) for s in spaces.values()}
+        size = max(sizes) + (len(self.agents) if self.agent_id_input else 0)
+        if len(sizes) > 1:
+            logger.info(f"env {self.env_id}: the agents' observations ({sorted(sizes)} numbers) are zero-padded to "
+                        f"{max(sizes)}, as SuperSuit's pad_observations does")
+        return size, gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+
+    def _action_layout(self, spaces: list[gym.Space], act_scale: bool) -> tuple[gym.Space, list[Any]]:
+        first = spaces[0]
+        same = all(type(s) is type(first) and s.shape == first.shape and
+                   (not isinstance(s, gym.spaces.Discrete) or s.n == first.n) for s in spaces)
+        if not same or not isinstance(first, (gym.spaces.Box, gym.spaces.Discrete)):
+            raise ConfigError(f"env {self.env_id}: the agents share one policy, so their action spaces must be one "
+                              f"Box shape or one Discrete size, got {dict(zip(self.agents, spaces))}")
+        if isinstance(first, gym.spaces.Box) and act_scale:
+            return gym.spaces.Box(-1.0, 1.0, first.shape, np.float32), [ActionScaler(s) for s in spaces]
+        return first, [None] * len(spaces)
+
+    def obs_row(self, a: int, obs: Any, out: np.ndarray) -> None:
+        """Agent ``a``'s observation written into ``out`` (its row)."""
+        row = np.asarray(self._adapters[a](obs), np.float32).reshape(-1)
+        out[:row.size], out[row.size:] = row, 0.0
+        if self.agent_id_input:
+            out[len(out) - len(self.agents) + a] = 1.0
+
+    def rows(self, observations: dict[str, Any]) -> np.ndarray:
+        """The model's input rows for ``{agent: observation}``, in the dict's order."""
+        unknown = [agent for agent in observations if agent not in self.index]
+        if unknown:
+            raise ValueError(f"env {self.env_id} has no agents {unknown}; its agents are {self.agents}")
+        out = np.zeros((len(observations), self.obs_size), np.float32)
+        for row, (agent, obs) in zip(out, observations.items()):
+            self.obs_row(self.index[agent], obs, row)
+        return out
+
+    def action(self, a: int, action: np.ndarray) -> Any:
+        """Agent ``a``'s action in its env's units from the model's row."""
+        scaler = self._scalers[a]
+        if scaler is not None:
+            return scaler(np.asarray(action, self.action_space.dtype))
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return int(np.asarray(action).reshape(-1)[0])
+        return np.asarray(action)
+
+
+@ENV_REGISTRY.register('pettingzoo')
+class PettingZooEnv(BaseEnv):
+    """A PettingZoo parallel env (``env_id`` a module with ``parallel_env``; AEC modules converted) with its possible
+    agents as rows: ``reset`` gives ``{'obs': [A, D], 'live': [A]}``, ``step`` takes an action row per agent and acts
+    only for the live ones (the others' rows are ignored), its reward a row per agent. An episode ends when no agent
+    is live. Every agent's observation is adapted as a gymnasium env's (``ObsAdapter``) and vectors of different
+    sizes are zero-padded to the longest; actions in [-1, 1] are scaled to each agent's Box.
+
+    ``info`` of a step: ``acted``/``terminated``/``truncated`` ``[A]``, ``agent_info`` (each agent's own), ``returns``
+    and ``lengths`` ``[A]`` of the episode so far; at the episode's end ``eval_episode_return`` (the team's: the sum
+    over agents, DI-engine's).
+    """
+
+    multi_agent = True  # the env managers hand its rows out as env slots (envs/agent_slots.py)
+    config = dict(
+        env_id=None,              # a module with parallel_env(**kwargs), e.g. 'mpe2.simple_spread_v3'
+        env_kwargs=dict(),        # passed to parallel_env
+        act_scale=True,           # map Box actions from [-1, 1] into each agent's bounds
+        agent_id_input=False,     # each agent's index one-hot after its observation (set from model.agent_id_input)
+    )
+
+    def __init__(self, cfg: dict | None = None) -> None:
+        self._cfg = EasyDict(self.default_config(), **(cfg or {}))
+        self._env = make_parallel_env(self._cfg.env_id, dict(self._cfg.env_kwargs or {}))
+        self.agents: list[str] = list(self._env.possible_agents)
+        self.codec = AgentCodec(self.env_id, self.agents, [self._env.observation_space(a) for a in self.agents],
+                                [self._env.action_space(a) for a in self.agents], bool(self._cfg.agent_id_input),
+                                bool(self._cfg.act_scale))
+        self._index, self._action_space = self.codec.index, self.codec.action_space
+        self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
+        self._live = np.zeros(len(self.agents), bool)
+        self._obs = np.zeros((len(self.agents), self.codec.obs_size), np.float32)
+        self._returns, self._lengths = np.zeros(len(self.agents)), np.zeros(len(self.agents), np.int64)
+
+    @property
+    def env_id(self) -> str:
+        return str(self._cfg.env_id)
+
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
+        self._seed, self._dynamic_seed = int(seed), dynamic_seed
+        self._rng = np.random.default_rng(self._seed)
+        self._action_space.seed(self._seed)
+
+    def state_dict(self) -> dict:
+        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': self._rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
+        self._rng.bit_generator.state = state['rng']
+
+    def reset(self) -> dict[str, np.ndarray]:
+        seed = None if self._seed is None else int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
+        observations, _ = self._env.reset(seed=seed)
+        self._returns[:], self._lengths[:] = 0.0, 0
+        self._live[:] = False
+        self._take(observations, self._live_now(set()))
+        return self._view()
+
+    def _live_now(self, ended: set[str]) -> np.ndarray:
+        live = np.zeros(len(self.agents), bool)
+        for agent in self._env.agents:
+            if agent not in ended:
+                live[self._index[agent]] = True
+        return live
+
+    def _take(self, observations: dict[str, Any], live: np.ndarray) -> None:
+        """Keep each agent's new observation (an agent that got none keeps its last one); ``live`` from now."""
+        joined = live & ~self._live
+        for agent, obs in observations.items():
+            a = self._index[agent]
+            self.codec.obs_row(a, obs, self._obs[a])
+        missing = [self.agents[a] for a in np.flatnonzero(joined) if self.agents[a] not in observations]
+        if missing:
+            raise ValueError(f"env {self.env_id}: agents {missing} became live without an observation")
+        self._live = live
+
+    def _view(self) -> dict[str, np.ndarray]:
+        return {'obs': self._obs.copy(), 'live': self._live.copy()}
+
+    def step(self, action: Any) -> BaseEnvTimestep:
+        action = np.asarray(action)
+        acted = self._live.copy()
+        actions = {self.agents[a]: self.codec.action(a, action[a]) for a in np.flatnonzero(acted)}
+        observations, rewards, terminations, truncations, infos = self._env.step(actions)
+        n = len(self.agents)
+        reward, terminated, truncated = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
+        for agent, value in rewards.items():
+            reward[self._index[agent]] = float(value)
+        for flags, given in ((terminated, terminations), (truncated, truncations)):
+            for agent, flag in given.items():
+                flags[self._index[agent]] = bool(flag)
+        ended = {self.agents[a] for a in np.flatnonzero(acted & (terminated | truncated))}
+        self._take(observations, self._live_now(ended))
+        truncated |= acted & ~terminated & ~self._live  # an agent gone without a word: cut off, not terminated
+        self._returns += np.where(acted, reward, 0.0)
+        self._lengths += acted
+        done = not self._live.any()
+        info = {'acted': acted, 'terminated': terminated & acted, 'truncated': truncated & acted,
+                'agent_info': {agent: infos.get(agent, {}) for agent in actions},
+                'returns': self._returns.copy(), 'lengths': self._lengths.copy()}
+        if done:
+            info['eval_episode_return'] = float(self._returns.sum())
+        return BaseEnvTimestep(self._view(), reward, done, info)
+
+    def close(self) -> None:
+        self._env.close()
+
+    @property
+    def observation_space(self) -> gym.spaces.Box:
+        """One agent's observation (every agent's is this shape)."""
+        return self.codec.observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        """One agent's action (shared by all agents)."""
+        return self._action_space
+
+    @property
+    def reward_space(self) -> gym.Space:
+        return gym.spaces.Box(-np.inf, np.inf, (), np.float32)
+
+    def __repr__(self) -> str:
+        return f"PettingZooEnv({self.env_id}, agents={self.agents})"
+
+
+__all__ = ['AgentCodec', 'PettingZooEnv', 'make_parallel_env']
