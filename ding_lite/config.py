@@ -19,7 +19,8 @@ from typing import Any, Callable
 from easydict import EasyDict
 
 from .capabilities import Pipeline, check as check_capabilities
-from .config_checks import agent_id_input, check_batch_fits, check_env_id, check_priority, her_buffer_type, reward_clip_bounds
+from .config_checks import agent_id_input, check_agent_axis, check_batch_fits, check_env_id, check_priority, \
+    her_buffer_type, multi_agent_type, reward_clip_bounds
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
@@ -103,6 +104,7 @@ LEGACY_KEYS: dict[str, str | None] = {
     'env.manager.shared_memory': None,             # the subprocess manager's options, given to another manager
     'env.manager.reset_inplace': None,
     'env.manager.context': None,
+    'policy.learn.ignore_down': None,              # DI-engine's MASAC config misspells ignore_done; neither reads it
 }
 _DI_ENGINE_PACKAGES = ('dizoo.', 'ding.')
 _CREATE_PARTS = {'env': ENV_REGISTRY, 'env_manager': ENV_MANAGER_REGISTRY, 'policy': POLICY_REGISTRY,
@@ -397,6 +399,7 @@ def compile_config(
         if 'env_num' in cfg.policy[mode]:  # declared: set as DI-engine's compile_config does, the env's count rules
             cfg.policy[mode].env_num = cfg.env.get(env_key, 1)
     agent_id_input(cfg)
+    check_agent_axis(cfg)
     evaluator_cfg = policy.eval.get('evaluator', {})
     for key, env_key in (('n_episode', 'n_evaluator_episode'), ('stop_value', 'stop_value')):
         if key in evaluator_cfg and evaluator_cfg[key] is None:  # DI-engine keeps these under env
@@ -457,6 +460,7 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     policy_type = _type_of(create_cfg, policy_user, 'policy')
     if policy_type is None:
         raise ConfigError("no policy type: set create_config.policy.type (e.g. 'sac')")
+    policy_type = multi_agent_type(policy_type, policy_user, _type_of(create_cfg, {}, 'env'))
     buffer_type = _type_of(create_cfg, (policy_user.get('other') or {}).get('replay_buffer') or {},
                            'replay_buffer') or ('priority' if policy_user.get('priority') else 'naive')  # DI-engine's
     buffer_type = her_buffer_type(policy_user, buffer_type)

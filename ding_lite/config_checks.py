@@ -4,12 +4,16 @@ merges and saves configs is ``ding_lite.config``'s; what works with what across 
 ``ding_lite.capabilities``'."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from easydict import EasyDict
 
-from .registry import BUFFER_REGISTRY, ENV_REGISTRY
+from .registry import BUFFER_REGISTRY, ENV_REGISTRY, POLICY_REGISTRY
 from .utils.default_config import ConfigError
+
+logger = logging.getLogger(__name__)
+_said: set[tuple[str, str]] = set()
 
 
 def her_buffer_type(policy_user: dict, buffer_type: str) -> str:
@@ -57,6 +61,45 @@ def check_env_id(env_id: Any) -> None:
                       f": give envs made in Python as serial_pipeline(cfg, env_setting=...) (a gymnasium VectorEnv, "
                       f"or a list of envs or factories), or set env.env_id to the id and env.collector_env_num to "
                       f"the number of envs (create_config.env_manager.type='subprocess' for a process each)")
+
+
+def multi_agent_type(policy_type: str, policy_user: dict, env_type: str | None) -> str:
+    """The registered policy that runs ``policy_type`` with DI-engine's ``policy.multi_agent=True`` (its MASAC form,
+    said once); ``ConfigError`` for a policy without one, or an env type without an agent axis."""
+    cls = POLICY_REGISTRY.get(policy_type)
+    if not policy_user.get('multi_agent') or getattr(cls, 'multi_agent', False):
+        return policy_type
+    variant = vars(cls).get('multi_agent_type')
+    if variant is None:
+        raise ConfigError(f"policy.multi_agent=True: policy {policy_type!r} has no multi-agent form; 'sac' (as "
+                          f"'masac') and 'discrete_sac' (as 'discrete_masac') have, or set multi_agent=False and "
+                          f"train independent agents on a PettingZoo env (env.type='pettingzoo')")
+    if env_type in ENV_REGISTRY and not getattr(ENV_REGISTRY.get(env_type), 'agent_axis', False):
+        raise ConfigError(agent_axis_error(False, variant, f"type {env_type!r}"))
+    if (policy_type, variant) not in _said:
+        _said.add((policy_type, variant))
+        logger.info(f"policy.multi_agent=True: policy {policy_type!r} runs as {variant!r} (DI-engine's MASAC)")
+    return variant
+
+
+def check_agent_axis(cfg: EasyDict) -> None:
+    """A policy with an agent axis (MASAC) needs an env with one (DI-engine's ``petting_zoo``), and such an env such
+    a policy: ``ConfigError`` otherwise (an env type not registered is checked when it is built)."""
+    if cfg.env.type not in ENV_REGISTRY:
+        return
+    env_axis = bool(getattr(ENV_REGISTRY.get(cfg.env.type), 'agent_axis', False))
+    if env_axis != bool(getattr(POLICY_REGISTRY.get(cfg.policy.type), 'multi_agent', False)):
+        raise ConfigError(agent_axis_error(env_axis, cfg.policy.type, f"type {cfg.env.type!r}"))
+
+
+def agent_axis_error(env_axis: bool, policy_type: str, env: str) -> str:
+    """What to do where the env and the policy disagree on an agent axis."""
+    if env_axis:
+        return (f"env {env} has a row per agent (DI-engine's multi-agent observations): set policy.multi_agent=True "
+                f"(MASAC), or give each agent a slot of its own with env.type='pettingzoo'")
+    return (f"policy {policy_type!r} (policy.multi_agent=True: MASAC) reads DI-engine's multi-agent observations "
+            f"(agent_state, global_state), which env {env} does not give: use env.type='petting_zoo', or set "
+            f"policy.multi_agent=False (independent agents on a PettingZoo env: env.type='pettingzoo')")
 
 
 def agent_id_input(cfg: EasyDict) -> None:

@@ -11,8 +11,9 @@ from .goal import PointGoalEnv
 from .pomdp import PendulumPositionEnv
 from .pettingzoo_env import PettingZooEnv
 from .agent_slots import AgentSlots
+from .mpe_env import MPESpreadEnv
 
 __all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'PendulumPositionEnv',
-           'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv', 'PettingZooEnv', 'AgentSlots',
+           'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv', 'PettingZooEnv', 'AgentSlots', 'MPESpreadEnv',
            'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
            'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']

@@ -9,6 +9,7 @@ from .tqc import TQCPolicy
 from .sac_v1 import SACv1Policy
 from .redq import DroQPolicy, REDQPolicy
 from .crossq import CrossQPolicy
+from .masac import DiscreteMASACPolicy, MASACPolicy
 
-__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy', 'DroQPolicy',
-           'CrossQPolicy', 'create_policy', 'get_policy_cls']
+__all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
+           'DroQPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'create_policy', 'get_policy_cls']

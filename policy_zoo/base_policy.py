@@ -33,6 +33,7 @@ class Policy:
     """
 
     action_space_type: ClassVar[str] = 'continuous'  # or 'discrete': checked against the env at start-up
+    multi_agent: ClassVar[bool] = False  # acts and learns over an agent axis (policy.multi_agent=True: MASAC)
     collect_wrapper: ClassVar[str] = 'base'
     eval_wrapper: ClassVar[str] = 'base'
     # collect-mode kwargs that sample from the policy's own distribution, without any exploration schedule
@@ -46,7 +47,8 @@ class Policy:
         priority=False,                     # learn returns 'priority' for a prioritized buffer
         priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights
         random_collect_size=0,              # env steps of uniformly random actions before learning
-        multi_agent=False,                  # DI-engine's flag; single-agent only here
+        multi_agent=False,                  # DI-engine's MASAC: 'sac' runs as 'masac', 'discrete_sac' as
+                                            # 'discrete_masac'
         transition_with_policy_data=False,  # DI-engine's flag; False only (collect.collector_logit keeps logits)
         model=dict(                         # the model's constructor arguments (see its type), and:
             agent_id_input=False,           # a multi-agent env's agent index one-hot after each observation
@@ -92,7 +94,7 @@ class Policy:
         """Refuse, at compile time, settings this policy declares but cannot honour (``ConfigError`` naming the key and
         what is supported): nothing is accepted only to be ignored."""
         for key, what in (('multi_agent', 'single-agent'), ('on_policy', 'off-policy')):
-            if cfg.get(key):
+            if cfg.get(key) and not (key == 'multi_agent' and cls.multi_agent):
                 raise ConfigError(f"policy.{key}=True: ding_lite's policies are {what} ({cls.__name__}); set "
                                   f"policy.{key}=False")
         if cfg.get('transition_with_policy_data'):

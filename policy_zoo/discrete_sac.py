@@ -29,6 +29,7 @@ class DiscreteSACPolicy(SACPolicy):
     eval_wrapper: ClassVar[str] = 'argmax_sample'
     plain_sample_kwargs: ClassVar[dict[str, Any]] = {'eps': 0.0}
     capabilities = SACPolicy.capabilities  # its hooks take sequences and reward heads as SAC's do
+    multi_agent_type: ClassVar[str] = 'discrete_masac'
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('max_prob',)
     config = dict(
         type='discrete_sac',                 # the registered policy name
@@ -73,7 +74,8 @@ class DiscreteSACPolicy(SACPolicy):
         logit = output['logit']
         allowed = output['action_mask'].bool() if 'action_mask' in output else torch.ones_like(logit, dtype=torch.bool)
         pi = logit.masked_fill(~allowed, -math.inf).softmax(-1)
-        eps = torch.as_tensor(kwargs.get('eps', 0.0), device=logit.device, dtype=pi.dtype).reshape(-1, 1)
+        eps = torch.as_tensor(kwargs.get('eps', 0.0), device=logit.device, dtype=pi.dtype)
+        eps = eps.reshape(-1, *[1] * (logit.dim() - 1))  # [B, 1] (or [B, 1, 1]: a logit per agent)
         p = (1 - eps) * pi + eps * allowed / allowed.sum(-1, keepdim=True)
         return -(p * p.clamp_min(1e-30).log()).sum(-1)
 

@@ -56,6 +56,7 @@ class SACPolicy(Policy):
     value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
     # what its update is written for (ding_lite.capabilities; a subclass declares its own)
     capabilities: ClassVar[frozenset[str]] = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
+    multi_agent_type: ClassVar[str] = 'masac'  # what policy.multi_agent=True runs (this class's own: not inherited)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning

@@ -174,12 +174,18 @@ def _gaussian(output: dict[str, Any]) -> tuple[Tensor, Tensor]:
 
 
 def _uniform_valid(logit: Tensor) -> Tensor:
-    return torch.multinomial(torch.isfinite(logit).float(), 1).squeeze(-1)
+    """A uniformly drawn allowed action per row (``[B]``; ``[B, A]`` for a logit per agent)."""
+    rows = torch.isfinite(logit).float().reshape(-1, logit.shape[-1])
+    return torch.multinomial(rows, 1).reshape(logit.shape[:-1])
 
 
 def _explore(logit: Tensor, eps: float | Tensor) -> Tensor:
-    """Per-row coin flips: True with probability ``eps`` (a float or a ``[B]`` tensor)."""
-    return torch.rand(logit.shape[0], device=logit.device) < torch.as_tensor(eps, device=logit.device)
+    """Per-row coin flips (per agent where the logit has an agent axis): True with probability ``eps`` (a float or
+    a ``[B]`` tensor)."""
+    eps = torch.as_tensor(eps, device=logit.device)
+    if eps.dim():
+        eps = eps.reshape(-1, *[1] * (logit.dim() - 2))
+    return torch.rand(logit.shape[:-1], device=logit.device) < eps
 
 
 @WRAPPER_REGISTRY.register('argmax_sample')

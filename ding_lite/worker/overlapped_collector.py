@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 from easydict import EasyDict
-from torch import nn
+from torch import Tensor, nn
 
 Result = dict[str, Any]  # one collected round: 'batch' (numpy columns), 'steps', 'logs', 'episodes', COUNTERS
 COUNTERS = ('total_episode', 'env_restarts', 'nonfinite_dropped', 'collect_time')  # the child's, mirrored here
@@ -65,7 +65,7 @@ class OverlappedCollector:
         for key in COUNTERS:
             setattr(self._local, key, result[key])
         self.envstep += result['steps']
-        return {k: torch.as_tensor(v) for k, v in result['batch'].items()}  # arrays, or tensors from a checkpoint
+        return _tree(result['batch'], torch.as_tensor)  # arrays, or tensors from a checkpoint
 
     def prefetch(self, n_sample: int, train_iter: int) -> None:
         """Start the next round in the child with the policy's current weights; returns at once."""
@@ -212,7 +212,7 @@ def _child_main(conn: Any, collector: Any, policy: Any, seed: int, rng: torch.Te
                 policy.reward_weights[:] = message[3]
             before = collector.envstep
             batch = collector.collect_batch(message[1], message[2])
-            result = {'batch': {k: v.numpy() for k, v in batch.items()}, 'steps': collector.envstep - before,
+            result = {'batch': _tree(batch, Tensor.numpy), 'steps': collector.envstep - before,
                       'logs': logs[:], 'episodes': collector.finished_episodes[:],
                       **{k: getattr(collector, k) for k in COUNTERS}}
             logs.clear()
@@ -222,3 +222,8 @@ def _child_main(conn: Any, collector: Any, policy: Any, seed: int, rng: torch.Te
             conn.send(('error', _picklable(error)))
     collector.close()
     conn.close()
+
+
+def _tree(batch: dict[str, Any], leaf: Any) -> dict[str, Any]:
+    """``leaf`` of every value of a batch, nested dicts (dict observations) kept as dicts."""
+    return {k: _tree(v, leaf) if isinstance(v, dict) else leaf(v) for k, v in batch.items()}

@@ -12,6 +12,7 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, save_config
+from ding_lite.config_checks import agent_axis_error
 from ding_lite.data.collate import to_reward
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
@@ -59,6 +60,8 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     out (then re-save ``total_config.py`` when ``save``), check them where given, and refuse action spaces the
     policy cannot use: each a ``ConfigError`` naming the key, the env's value and the model's."""
     name, model = env_name(env), cfg.policy.model
+    if _agent_axis(cfg, env, name):
+        return _fit_agents(cfg, env, name, save)
     env_obs, env_act = model_obs_shape(env.observation_space), _action_size(cfg.policy, env.action_space, name)
     filled = False
     given = [key for key in _OBS_KEYS if model.get(key) is not None]
@@ -76,6 +79,37 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
                           f"the env")
     if model.get('action_shape') is None and 'action_shape' in model:
         model.action_shape, filled = env_act, True
+    if filled and save and os.path.isdir(cfg.exp_name):
+        save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
+
+
+def _agent_axis(cfg: EasyDict, env: Any, name: str) -> bool:
+    """Whether the env and the policy have an agent axis (MASAC on DI-engine's multi-agent observations); a
+    ``ConfigError`` where one of them has and the other has not."""
+    env_axis = bool(getattr(getattr(env, 'env_ref', env), 'agent_axis', False))
+    policy_axis = bool(get_policy_cls(cfg.policy).multi_agent)
+    if env_axis != policy_axis:
+        raise ConfigError(agent_axis_error(env_axis, cfg.policy.type, name))
+    return env_axis
+
+
+def _fit_agents(cfg: EasyDict, env: Any, name: str, save: bool) -> None:
+    """``fit_model_to_env`` for MASAC: ``agent_obs_shape``, ``global_obs_shape`` and ``action_shape`` read from the
+    env's ``agent_state``, ``global_state`` and one agent's action space, or checked against them."""
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Dict) or 'global_state' not in space.spaces:
+        raise ConfigError(f"MASAC reads agent_state and global_state, but env {name} gives {space}: set "
+                          f"env.agent_obs_only=False")
+    found = {'agent_obs_shape': int(space['agent_state'].shape[-1]),
+             'global_obs_shape': int(space['global_state'].shape[-1]),
+             'action_shape': _action_size(cfg.policy, env.action_space, name)}
+    model, filled = cfg.policy.model, False
+    for key, value in found.items():
+        if model.get(key) is None:
+            model[key], filled = value, True
+        elif _flat(model[key]) != value:
+            raise ConfigError(f"policy.model.{key}={model[key]!r} does not match env {name}, whose value is {value}: "
+                              f"set {key}={value}, or leave it out to read it from the env")
     if filled and save and os.path.isdir(cfg.exp_name):
         save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
 

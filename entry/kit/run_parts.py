@@ -127,11 +127,12 @@ def collect_batch(collector: Any, n_sample: int, train_iter: int = 0) -> dict[st
     return default_collate(collector.collect(n_sample, train_iter=train_iter), as_batch=False)
 
 
-def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: int, action_space: gym.Space,
+def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: int, env: Any,
                    seed: int) -> dict[str, Any]:
-    """At least ``n_sample`` training samples (one batch) from uniform random actions (the warm-up before
-    learning)."""
-    collector.reset_policy(RandomCollectPolicy(collect_policy, action_space, seed))
+    """At least ``n_sample`` training samples (one batch) from uniform random actions in ``env``'s action space
+    (an env with an agent axis: a row per agent), the warm-up before learning."""
+    space = getattr(getattr(env, 'env_ref', env), 'joint_action_space', None) or env.action_space
+    collector.reset_policy(RandomCollectPolicy(collect_policy, space, seed))
     samples = collect_batch(collector, n_sample)
     collector.reset_policy(collect_policy)
     return samples

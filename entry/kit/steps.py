@@ -184,7 +184,7 @@ def warm_up(cfg: EasyDict, run: SimpleNamespace) -> None:
     if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
         with run.timer.phase('collect'):
             store(cfg, run, random_collect(run.collector, run.policy.collect_mode, cfg.policy.random_collect_size,
-                                           run.collector_env.action_space, cfg.seed))
+                                           run.collector_env, cfg.seed))
 
 
 def collect_round(cfg: EasyDict, run: SimpleNamespace, after_collect: Callable[[], None] | None,

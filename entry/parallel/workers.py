@@ -75,8 +75,7 @@ class CollectorWorker:
         _load(self._policy.collect_mode, weights)
         restarts = self._collector.env_restarts
         if warmup:
-            samples = random_collect(self._collector, self._policy.collect_mode, n_sample, self._env.action_space,
-                                     self._seed)
+            samples = random_collect(self._collector, self._policy.collect_mode, n_sample, self._env, self._seed)
         else:
             samples = collect_batch(self._collector, n_sample)
         batch = {path: value.numpy() for path, value in flatten_batch(samples).items()}

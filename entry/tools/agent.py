@@ -83,13 +83,15 @@ class Agent:
     def _env_action(self, action: np.ndarray, single: bool) -> np.ndarray | int:
         if self._discrete:
             action = action.astype(np.int64)
-            return int(action[0]) if single else action
+            if single:  # an int, or a row of them for an env with an agent axis (MASAC)
+                return int(action[0]) if action[0].ndim == 0 else action[0]
+            return action
         action = self._scaler(action) if self._scaler is not None else action
         return action[0] if single else action
 
     def _rows(self, obs: Any) -> tuple[bool, list[Any]]:
         source = self._adapter.source
-        if isinstance(source, gym.spaces.Dict) and 'action_mask' not in source.spaces:
+        if isinstance(source, gym.spaces.Dict) and ('action_mask' not in source.spaces or 'agent_state' in source):
             return _dict_rows(obs, source)
         if isinstance(source, gym.spaces.Box):
             array = np.asarray(obs.cpu() if isinstance(obs, Tensor) else obs)

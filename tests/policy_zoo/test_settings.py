@@ -1,5 +1,6 @@
 """No setting accepted only to be ignored: each declared SAC-family key works (reward_scale, init_w,
-collector_logit) or is refused at compile time (multi_agent, on_policy, unroll_len > 1 without a recurrent model)."""
+collector_logit) or is refused at compile time (multi_agent without an agent axis, on_policy, unroll_len > 1 without a
+recurrent model)."""
 from __future__ import annotations
 
 import os
@@ -22,7 +23,6 @@ def _policy_cfg(policy: str = 'sac', **sections):
 
 
 @pytest.mark.parametrize('sections, message', [
-    (dict(multi_agent=True), r"policy.multi_agent=True: ding_lite's policies are single-agent"),
     (dict(on_policy=True), r"policy.on_policy=True: ding_lite's policies are off-policy"),
     (dict(collect=dict(unroll_len=4)), r"policy.collect.unroll_len=4, .* only a recurrent model learns from"),
     (dict(transition_with_policy_data=True), r"policy.transition_with_policy_data=True: .* policy.collect.collector_logit=True"),
@@ -34,6 +34,17 @@ def test_settings_the_sac_family_cannot_honour_are_refused_at_compile_time(secti
             _policy_cfg(policy, **sections)
 
 
+@pytest.mark.parametrize('policy, message', [
+    ('sac', r"policy 'masac' \(policy.multi_agent=True: MASAC\) reads DI-engine's multi-agent observations"),
+    ('discrete_sac', r"policy 'discrete_masac' \(policy.multi_agent=True: MASAC\) reads"),
+    ('sqil_sac', r"policy 'sqil_sac' has no multi-agent form")])
+def test_multi_agent_needs_an_env_with_an_agent_axis_and_a_policy_with_a_masac_form(policy, message):
+    main = dict(exp_name='unused', policy=dict(multi_agent=True))
+    create = dict(env=dict(type='cartpole' if policy == 'discrete_sac' else 'pendulum'), policy=dict(type=policy))
+    with pytest.raises(ConfigError, match=message):
+        compile_config(main, create_cfg=create, save_cfg=False)
+
+
 def test_a_refused_setting_is_one_error_line_at_the_command_line(tmp_path):
     path = tmp_path / 'cfg.py'
     path.write_text(f"main_config = {pprint.pformat(dict(TINY_PENDULUM, exp_name=str(tmp_path / 'run')))}\n"
@@ -41,8 +52,8 @@ def test_a_refused_setting_is_one_error_line_at_the_command_line(tmp_path):
     run = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '--set', 'policy.multi_agent=True'],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 1 and not os.path.exists(tmp_path / 'run')
-    assert run.stderr.strip().splitlines()[-1].startswith("ding_lite: error: ConfigError: policy.multi_agent=True: "
-                                                          "ding_lite's policies are single-agent (SACPolicy)")
+    assert run.stderr.strip().splitlines()[-1].startswith("ding_lite: error: ConfigError: policy 'masac' (policy."
+                                                          "multi_agent=True: MASAC) reads DI-engine's multi-agent")
 
 
 def test_reward_scale_multiplies_the_reward_in_the_td_target():

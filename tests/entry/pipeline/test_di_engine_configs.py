@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import pathlib
 
+import numpy as np
 import pytest
 
 from ding_lite.config import ConfigWarning, compile_config, read_config
 from ding_lite.data import load_demo
-from entry import collect_demo_data, serial_pipeline, serial_pipeline_sqil
+from entry import collect_demo_data, load_policy, serial_pipeline, serial_pipeline_sqil
 from envs import get_vec_env_setting
 from tests.conftest import ROOT, untrained_checkpoint
 
@@ -114,3 +115,26 @@ def test_hopper_data_generation_config_with_placeholder_paths(tmp_path, monkeypa
     collect_demo_data(_path(name), seed=0, collect_count=200)
     batch, header = load_demo(str(tmp_path / main.policy.collect.save_path))
     assert header['env_id'] == 'Hopper-v5' and batch.obs.shape == (200, 11) and batch.action.shape == (200, 3)
+
+
+def test_masac_config_runs_unchanged_as_discrete_masac(tmp_path, monkeypatch):
+    """DI-engine's MASAC on simple_spread (5 agents, 100 cycles, 8 envs in processes, prioritized replay): one
+    collect of 1600 env steps, its 50 updates, two evaluations of 8 episodes."""
+    pytest.importorskip('mpe2')
+    name = 'ptz_simple_spread_masac_config'
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(ConfigWarning, match='skipped DI-engine import_names'):
+        policy = serial_pipeline(_path(name), seed=0, max_env_step=1600)
+    run = _learned(name, tmp_path)
+    main, create = read_config(str(run / 'total_config.py'))
+    assert type(policy).__name__ == 'DiscreteMASACPolicy' and main.policy.type == 'discrete_masac'
+    assert (main.policy.model.agent_obs_shape, main.policy.model.global_obs_shape) == (30, 70)
+    assert create.env_manager.type == 'subprocess' and main.policy.priority
+    rows = (run / 'log' / 'evaluator.csv').read_text().splitlines()
+    assert len(rows) == 3 and all(float(row.split(',')[3]) < 0 for row in rows[1:])  # the team's return
+    env_cls, _, evaluator_cfgs = get_vec_env_setting(main.env)
+    env = env_cls(evaluator_cfgs[0])
+    obs = env.reset()
+    action = load_policy(str(run)).predict(obs)  # DI-engine's observation dict in, an action per agent out
+    assert action.shape == (5,) and action.dtype == np.int64 and not env.step(action).done
+    env.close()

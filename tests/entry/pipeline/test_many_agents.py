@@ -11,6 +11,7 @@ from easydict import EasyDict
 
 from ding_lite.config import ConfigError
 from entry import load_policy, serial_pipeline
+from tests.conftest import zoo_config
 from tests.envs.come_and_go import B_ENDS_AT, C_JOINS_AFTER, CYCLES, TARGETS
 
 
@@ -48,3 +49,18 @@ def test_many_agents_with_what_they_cannot_meet_is_refused_before_a_step(tmp_pat
     with pytest.raises(ConfigError, match='agents each get one reward'):
         serial_pipeline((main, create), seed=0, max_env_step=10)
     assert not os.path.exists(tmp_path / 'refused' / 'log' / 'evaluator.csv')
+
+
+# (config, env steps, the last evaluation's return it must reach): uniformly random actions score -161 (MASAC's
+# DI-engine reward, 200 episodes, standard error 3.5) and -81 (mpe2's own rewards, half of DI-engine's); seeds 0-2
+# ended at -120 / -122 / -117 and -49 / -44 / -48 (BENCHMARKS.md, "Many agents")
+ZOO = [('mpe_simple_spread_masac_config', 30000, -140.0), ('mpe_simple_spread_isac_config', 90000, -65.0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name, budget, threshold', ZOO, ids=[z[0] for z in ZOO])
+def test_the_zoo_simple_spread_configs_beat_random_actions(tmp_path, name, budget, threshold):
+    pytest.importorskip('mpe2')
+    serial_pipeline(zoo_config(name, tmp_path / 'run'), seed=0, max_env_step=budget)
+    rows = list(csv.DictReader(open(tmp_path / 'run' / 'log' / 'evaluator.csv')))
+    assert float(rows[-1]['return_mean']) >= threshold

@@ -26,7 +26,8 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     """Tiny Pendulum SAC with checkpoints mid-round (2 updates per collect, every 7 iterations) and mid-episode.
     ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
     iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences, 'rnd' SAC with an RND
-    reward signal, 'agents' SAC on a PettingZoo env of three agents that come and go (a slot each)."""
+    reward signal, 'agents' SAC on a PettingZoo env of three agents that come and go (a slot each), 'masac'
+    DI-engine's MASAC on simple_spread."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
@@ -48,6 +49,12 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
         main_cfg.env = EasyDict(collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2, stop_value=1e9,
                                 env_id='tests.envs.come_and_go')
         create.env.type, policy = 'pettingzoo', 'sac'
+    if policy == 'masac':  # DI-engine's MASAC on simple_spread: dict observations, an agent axis
+        main_cfg.env = EasyDict(collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2, stop_value=1e9,
+                                n_agent=2, n_landmark=2, max_cycles=9)
+        main_cfg.policy.model = EasyDict(actor_head_hidden_size=16, critic_head_hidden_size=16)
+        main_cfg.policy.multi_agent = True
+        create.env.type, policy = 'petting_zoo', 'discrete_sac'
     create.env_manager.type = manager
     create.policy.type = policy
     return main_cfg, create
@@ -77,7 +84,7 @@ def _crash_at(monkeypatch, call: int) -> None:
 
 @pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
                                              ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd'),
-                                             ('subprocess', 'agents')])
+                                             ('subprocess', 'agents'), ('base', 'masac')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
     straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:

@@ -16,7 +16,13 @@ CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, 
 
 def _shrunk(name, tmp_path):
     main, create = zoo_config(name, tmp_path / 'run')
-    main.env.update(evaluator_env_num=1, n_evaluator_episode=1, env_kwargs=dict(max_episode_steps=60))
+    main.env.update(evaluator_env_num=1, n_evaluator_episode=1)
+    if create.env.type == 'petting_zoo':  # many agents: short episodes in the env's own keys
+        main.env.max_cycles = 10
+    elif create.env.type == 'pettingzoo':
+        main.env.env_kwargs.max_cycles = 10
+    else:
+        main.env.env_kwargs = dict(max_episode_steps=60)
     main.policy.random_collect_size = min(main.policy.get('random_collect_size', 0), 100)
     demos = [signal for signal in (main.policy.get('reward_signals') or {}).values() if 'demo_path' in signal]
     demos += [main.policy.behavioral_cloning] if main.policy.get('behavioral_cloning') else []
