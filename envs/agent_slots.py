@@ -53,15 +53,17 @@ class AgentSlots:
         self.manager.reset(reset_param)
 
     @property
-    def ready_obs(self) -> dict[int, np.ndarray]:
-        """``{slot: obs}`` of the live agents of the ready envs."""
+    def ready_obs(self) -> dict[int, Any]:
+        """``{slot: obs}`` of the live agents of the ready envs (with action masks: ``{'obs', 'action_mask'}``)."""
         n = len(self.agents)
-        return {e * n + a: view['obs'][a] for e, view in self.manager.ready_obs.items()
+        return {e * n + a: agent_obs(view, a) for e, view in self.manager.ready_obs.items()
                 for a in np.flatnonzero(view['live']).tolist()}
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
+        """The ready slots and their observations stacked; None with action masks (dict observations)."""
         ready = self.ready_obs
-        return list(ready), np.array(list(ready.values()))
+        first = next(iter(ready.values()), None)
+        return None if isinstance(first, dict) else (list(ready), np.array(list(ready.values())))
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         """Step each env of the given slots once with its live agents' actions; a timestep per given slot."""
@@ -104,8 +106,8 @@ class AgentSlots:
                                    'eval_episode_return': float(info['returns'][a])})
             if a == last:
                 agent_info['team'] = self._team(info)
-            out[e * n + a] = BaseEnvTimestep(timestep.obs['obs'][a], np.float32(timestep.reward[a]), bool(ended[a]),
-                                             agent_info)
+            out[e * n + a] = BaseEnvTimestep(agent_obs(timestep.obs, a), np.float32(timestep.reward[a]),
+                                             bool(ended[a]), agent_info)
         return out
 
     def _team(self, info: dict) -> dict[str, float]:
@@ -149,9 +151,16 @@ class AgentSlots:
         return self.manager.env_ref
 
 
+def agent_obs(view: dict[str, np.ndarray], a: int) -> Any:
+    """Agent ``a``'s observation in a multi-agent env's rows: its row, or ``{'obs', 'action_mask'}`` with masks."""
+    if 'action_mask' in view:
+        return {'obs': view['obs'][a], 'action_mask': view['action_mask'][a]}
+    return view['obs'][a]
+
+
 class FirstAgent:
     """One agent's view of a multi-agent env, for a probe's single step: the first live agent's observation, every
-    live agent acting with the action given."""
+    live agent acting with the action given (with action masks, the others with their first allowed one)."""
 
     def __init__(self, env: BaseEnv) -> None:
         self.env = env
@@ -159,14 +168,18 @@ class FirstAgent:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
 
-    def reset(self) -> np.ndarray:
-        view = self.env.reset()
-        self._agent = int(np.flatnonzero(view['live'])[0])
-        return view['obs'][self._agent]
+    def reset(self) -> Any:
+        self._view = self.env.reset()
+        self._agent = int(np.flatnonzero(self._view['live'])[0])
+        return agent_obs(self._view, self._agent)
 
     def step(self, action: Any) -> BaseEnvTimestep:
-        timestep = self.env.step(np.stack([np.asarray(action)] * len(self.env.agents)))
-        return BaseEnvTimestep(timestep.obs['obs'][self._agent], np.float32(timestep.reward[self._agent]),
+        joint = np.stack([np.asarray(action)] * len(self.env.agents))
+        if 'action_mask' in self._view:  # the others take their first allowed action
+            for b, mask in enumerate(self._view['action_mask']):
+                joint[b] = action if b == self._agent else int(np.argmax(mask))
+        timestep = self.env.step(joint)
+        return BaseEnvTimestep(agent_obs(timestep.obs, self._agent), np.float32(timestep.reward[self._agent]),
                                timestep.done, timestep.info)
 
 

@@ -73,7 +73,7 @@ class MPESpreadEnv(BaseEnv):
         self._n_actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(space.shape[0])
         self._observation_space = self._spaces(int(self._env.observation_space(self.agents[0]).shape[0]))
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
-        self._return, self._steps = 0.0, 0
+        self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
 
     def _spaces(self, n0: int) -> gym.Space:
         a, landmarks = len(self.agents), int(self._cfg.n_landmark)
@@ -117,7 +117,7 @@ class MPESpreadEnv(BaseEnv):
     def reset(self) -> Any:
         seed = None if self._seed is None else int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
         observations, _ = self._env.reset(seed=seed)
-        self._return, self._steps = 0.0, 0
+        self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
         return self._obs(observations)
 
     def step(self, action: Any) -> BaseEnvTimestep:
@@ -130,13 +130,18 @@ class MPESpreadEnv(BaseEnv):
             actions = dict(zip(self.agents, action.astype(np.float32)))
         observations, rewards, terminations, truncations, infos = self._env.step(actions)
         self._steps += 1
-        reward = 2.0 * sum(float(rewards[agent]) for agent in self.agents)  # global + local per agent
+        agent_rewards = np.array([2.0 * float(rewards[agent]) for agent in self.agents])  # global + local each
+        reward = float(agent_rewards.sum())
         self._return += reward
+        self._agent_returns += agent_rewards
         terminated = all(terminations.values())
         done = terminated or self._steps >= self._cycles or not self._env.agents
         info = {'agent_info': infos}
         if done:
-            info.update({'TimeLimit.truncated': not terminated, 'eval_episode_return': self._return})
+            returns = dict(zip(self.agents, self._agent_returns.tolist()))
+            info.update({'TimeLimit.truncated': not terminated, 'eval_episode_return': self._return,
+                         'agent_metrics': {**{f'return_{a}': r for a, r in returns.items()},
+                                           **{f'length_{a}': self._steps for a in self.agents}}})
         return BaseEnvTimestep(self._obs(observations), np.array([reward], np.float32), done, info)
 
     def close(self) -> None:

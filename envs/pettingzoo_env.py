@@ -44,9 +44,21 @@ class AgentCodec:
                  agent_id_input: bool, act_scale: bool) -> None:
         self.env_id, self.agents, self.agent_id_input = env_id, agents, agent_id_input
         self.index = {agent: a for a, agent in enumerate(agents)}
-        self._adapters = [ObsAdapter(space) for space in obs_spaces]
+        # PettingZoo's masked observations: {'observation': ..., 'action_mask': ...}
+        self.masked = all(isinstance(s, gym.spaces.Dict) and set(s.spaces) == {'observation', 'action_mask'}
+                          for s in obs_spaces)
+        self._adapters = [ObsAdapter(s['observation'] if self.masked else s) for s in obs_spaces]
         self.obs_size, self.observation_space = self._obs_layout()
         self.action_space, self._scalers = self._action_layout(action_spaces, act_scale)
+        if self.masked:
+            if not isinstance(self.action_space, gym.spaces.Discrete):
+                raise ConfigError(f"env {env_id}: action masks need Discrete actions, got {self.action_space}")
+            mask = gym.spaces.Box(0, 1, (int(self.action_space.n),), np.float32)
+            self.observation_space = gym.spaces.Dict({'obs': self.observation_space, 'action_mask': mask})
+
+    def mask_row(self, obs: Any) -> np.ndarray | None:
+        """An agent's action mask (1: allowed) from its observation, or None without masks."""
+        return np.asarray(obs['action_mask'], np.float32) if self.masked else None
 
     def _obs_layout(self) -> tuple[int, gym.spaces.Box]:
         spaces = {agent: adapter.space for agent, adapter in zip(self.agents, self._adapters)}
@@ -73,20 +85,23 @@ class AgentCodec:
 
     def obs_row(self, a: int, obs: Any, out: np.ndarray) -> None:
         """Agent ``a``'s observation written into ``out`` (its row)."""
-        row = np.asarray(self._adapters[a](obs), np.float32).reshape(-1)
+        row = np.asarray(self._adapters[a](obs['observation'] if self.masked else obs), np.float32).reshape(-1)
         out[:row.size], out[row.size:] = row, 0.0
         if self.agent_id_input:
             out[len(out) - len(self.agents) + a] = 1.0
 
-    def rows(self, observations: dict[str, Any]) -> np.ndarray:
-        """The model's input rows for ``{agent: observation}``, in the dict's order."""
+    def rows(self, observations: dict[str, Any]) -> np.ndarray | dict[str, np.ndarray]:
+        """The model's input rows for ``{agent: observation}``, in the dict's order (with masks: ``{'obs',
+        'action_mask'}`` of rows)."""
         unknown = [agent for agent in observations if agent not in self.index]
         if unknown:
             raise ValueError(f"env {self.env_id} has no agents {unknown}; its agents are {self.agents}")
         out = np.zeros((len(observations), self.obs_size), np.float32)
         for row, (agent, obs) in zip(out, observations.items()):
             self.obs_row(self.index[agent], obs, row)
-        return out
+        if not self.masked:
+            return out
+        return {'obs': out, 'action_mask': np.stack([self.mask_row(obs) for obs in observations.values()])}
 
     def action(self, a: int, action: np.ndarray) -> Any:
         """Agent ``a``'s action in its env's units from the model's row."""
@@ -101,7 +116,8 @@ class AgentCodec:
 @ENV_REGISTRY.register('pettingzoo')
 class PettingZooEnv(BaseEnv):
     """A PettingZoo parallel env (``env_id`` a module with ``parallel_env``; AEC modules converted) with its possible
-    agents as rows: ``reset`` gives ``{'obs': [A, D], 'live': [A]}``, ``step`` takes an action row per agent and acts
+    agents as rows: ``reset`` gives ``{'obs': [A, D], 'live': [A]}`` (and ``'action_mask' [A, n]`` where the agents'
+    observations are PettingZoo's ``{'observation', 'action_mask'}``), ``step`` takes an action row per agent and acts
     only for the live ones (the others' rows are ignored), its reward a row per agent. An episode ends when no agent
     is live. Every agent's observation is adapted as a gymnasium env's (``ObsAdapter``) and vectors of different
     sizes are zero-padded to the longest; actions in [-1, 1] are scaled to each agent's Box.
@@ -130,6 +146,8 @@ class PettingZooEnv(BaseEnv):
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._live = np.zeros(len(self.agents), bool)
         self._obs = np.zeros((len(self.agents), self.codec.obs_size), np.float32)
+        self._mask = np.ones((len(self.agents), int(getattr(self._action_space, 'n', 0))), np.float32) \
+            if self.codec.masked else None
         self._returns, self._lengths = np.zeros(len(self.agents)), np.zeros(len(self.agents), np.int64)
 
     @property
@@ -169,13 +187,18 @@ class PettingZooEnv(BaseEnv):
         for agent, obs in observations.items():
             a = self._index[agent]
             self.codec.obs_row(a, obs, self._obs[a])
+            if self._mask is not None:
+                self._mask[a] = self.codec.mask_row(obs)
         missing = [self.agents[a] for a in np.flatnonzero(joined) if self.agents[a] not in observations]
         if missing:
             raise ValueError(f"env {self.env_id}: agents {missing} became live without an observation")
         self._live = live
 
     def _view(self) -> dict[str, np.ndarray]:
-        return {'obs': self._obs.copy(), 'live': self._live.copy()}
+        view = {'obs': self._obs.copy(), 'live': self._live.copy()}
+        if self._mask is not None:
+            view['action_mask'] = self._mask.copy()
+        return view
 
     def step(self, action: Any) -> BaseEnvTimestep:
         action = np.asarray(action)

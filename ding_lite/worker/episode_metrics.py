@@ -13,9 +13,11 @@ LOGGED_AS = {SUCCESS_KEY: 'success_rate'}   # SB3's name for its average
 
 
 def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[str, float]:
-    """The numeric values of ``keys`` (and ``is_success``, or its alias ``success``) in an episode's last ``info``;
-    others are skipped."""
+    """The numeric values of ``keys`` (and ``is_success``, or its alias ``success``) in an episode's last ``info``,
+    and of its ``agent_metrics`` (a multi-agent env's per-agent returns and lengths); others are skipped."""
     info = info or {}
+    keys = [*keys, *info.get('agent_metrics', {})]
+    info = {**info, **info.get('agent_metrics', {})}
     alias = next((key for key in SUCCESS_ALIASES if key in info), None)
     if SUCCESS_KEY not in info and alias is not None:
         info = {**info, SUCCESS_KEY: info[alias]}

@@ -40,6 +40,10 @@ class Agent:
         per agent in the dict's order)."""
         if self._codec is not None and isinstance(obs, dict):
             return self._predict_agents(obs, state, episode_start, deterministic, reward)
+        return self._predict(obs, state, episode_start, deterministic, reward)
+
+    def _predict(self, obs: Any, state: Any, episode_start: Any, deterministic: bool, reward: Any) -> Any:
+        """``predict`` for observations in the model's layout (one, or a batch)."""
         single, rows = self._rows(obs)
         mode = self.policy.eval_mode if deterministic else self.policy.collect_mode
         memory = self.policy.memory
@@ -56,7 +60,7 @@ class Agent:
     def _predict_agents(self, obs: dict[str, Any], state: Any, episode_start: Any, deterministic: bool,
                         reward: Any) -> Any:
         """``predict`` for ``{agent: observation}``: the agents' rows through the model, each row its agent's action."""
-        out = self.predict(self._codec.rows(obs), state, episode_start, deterministic, reward)
+        out = self._predict(self._codec.rows(obs), state, episode_start, deterministic, reward)
         rows, state = out if self.policy.memory else (out, None)
         actions = {agent: self._codec.action(self._codec.index[agent], row) for agent, row in zip(obs, rows)}
         return (actions, state) if self.policy.memory else actions
@@ -91,7 +95,7 @@ class Agent:
 
     def _rows(self, obs: Any) -> tuple[bool, list[Any]]:
         source = self._adapter.source
-        if isinstance(source, gym.spaces.Dict) and ('action_mask' not in source.spaces or 'agent_state' in source):
+        if isinstance(source, gym.spaces.Dict):
             return _dict_rows(obs, source)
         if isinstance(source, gym.spaces.Box):
             array = np.asarray(obs.cpu() if isinstance(obs, Tensor) else obs)
@@ -110,8 +114,9 @@ class Agent:
         of observations in the model's layout (the env's own for 1-D Box envs; after adaptation, e.g. CHW, else),
         normalises them as the run did, and returns actions in the env's units (Box) or indices (Discrete)."""
         if isinstance(self._adapter.space, gym.spaces.Dict):
-            raise ValueError("export traces one tensor input; this run's observations are a Dict (images beside "
-                             "vectors): act with load_policy(RUN).predict(obs) instead")
+            raise ValueError(f"export traces one tensor input; this run's observations are a Dict "
+                             f"({', '.join(self._adapter.space.spaces)}): act with load_policy(RUN).predict(obs) "
+                             f"instead")
         memory = self.policy.memory
         if memory and memory['prev_reward']:
             raise ValueError("export: this run's model reads the previous reward (model.rnn.prev_reward), which an "

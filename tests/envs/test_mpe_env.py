@@ -31,6 +31,9 @@ def test_the_observation_dict_and_the_team_reward_are_di_engines():
         assert timestep.reward.shape == (1,) and timestep.reward[0] == pytest.approx(2 * sum(rewards.values()))
         assert timestep.done == (step == 3)
     assert timestep.info['TimeLimit.truncated'] and 'eval_episode_return' in timestep.info
+    each = timestep.info['agent_metrics']  # logged per agent beside the team's return
+    assert sum(each[f'return_agent_{a}'] for a in range(3)) == pytest.approx(timestep.info['eval_episode_return'])
+    assert each['length_agent_2'] == 4
 
 
 def test_agent_specific_global_state_continuous_actions_and_refusals():

@@ -6,6 +6,7 @@ paths exist, so the files themselves run as they are.
 """
 from __future__ import annotations
 
+import csv
 import os
 import pathlib
 
@@ -130,8 +131,9 @@ def test_masac_config_runs_unchanged_as_discrete_masac(tmp_path, monkeypatch):
     assert type(policy).__name__ == 'DiscreteMASACPolicy' and main.policy.type == 'discrete_masac'
     assert (main.policy.model.agent_obs_shape, main.policy.model.global_obs_shape) == (30, 70)
     assert create.env_manager.type == 'subprocess' and main.policy.priority
-    rows = (run / 'log' / 'evaluator.csv').read_text().splitlines()
-    assert len(rows) == 3 and all(float(row.split(',')[3]) < 0 for row in rows[1:])  # the team's return
+    rows = list(csv.DictReader(open(run / 'log' / 'evaluator.csv')))
+    assert len(rows) == 2 and all(float(row['return_mean']) < 0 for row in rows)  # the team's return
+    assert all(float(rows[-1][f'length_agent_{a}']) == 100 for a in range(5))     # and each agent's
     env_cls, _, evaluator_cfgs = get_vec_env_setting(main.env)
     env = env_cls(evaluator_cfgs[0])
     obs = env.reset()
