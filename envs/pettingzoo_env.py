@@ -144,7 +144,7 @@ class PettingZooEnv(BaseEnv):
                                 bool(self._cfg.act_scale))
         self._index, self._action_space = self.codec.index, self.codec.action_space
         self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
-        self._live = np.zeros(len(self.agents), bool)
+        self._live, self._gone = np.zeros(len(self.agents), bool), set()
         self._obs = np.zeros((len(self.agents), self.codec.obs_size), np.float32)
         self._mask = np.ones((len(self.agents), int(getattr(self._action_space, 'n', 0))), np.float32) \
             if self.codec.masked else None
@@ -171,14 +171,18 @@ class PettingZooEnv(BaseEnv):
         observations, _ = self._env.reset(seed=seed)
         self._returns[:], self._lengths[:] = 0.0, 0
         self._live[:] = False
+        self._gone = set()
         self._take(observations, self._live_now(set()))
         return self._view()
 
     def _live_now(self, ended: set[str]) -> np.ndarray:
+        """The agents live from now: listed in the env's ``agents`` and not ended (an env that keeps an ended agent
+        listed has it back only once it left the list and came again)."""
+        listed = set(self._env.agents)
+        self._gone = (self._gone | ended) & listed
         live = np.zeros(len(self.agents), bool)
-        for agent in self._env.agents:
-            if agent not in ended:
-                live[self._index[agent]] = True
+        for agent in listed - self._gone:
+            live[self._index[agent]] = True
         return live
 
     def _take(self, observations: dict[str, Any], live: np.ndarray) -> None:

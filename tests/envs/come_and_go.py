@@ -16,9 +16,9 @@ CYCLES, B_ENDS_AT, C_JOINS_AFTER = 10, 4, 3
 class ComeAndGo(ParallelEnv):
     metadata = {'name': 'come_and_go_v0'}
 
-    def __init__(self, cycles: int = CYCLES) -> None:
+    def __init__(self, cycles: int = CYCLES, keep_ended: bool = False) -> None:
         self.possible_agents = list(TARGETS)
-        self.cycles = cycles
+        self.cycles, self.keep_ended = cycles, keep_ended  # keep_ended: 'b' stays in agents after it ended
         self.agents: list[str] = []
         self._rng = np.random.default_rng()
 
@@ -36,13 +36,14 @@ class ComeAndGo(ParallelEnv):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self._noise = self._rng.normal(0, 0.1, len(self.possible_agents))
-        self.t = 0
+        self.t, self.ended = 0, set()
         self.agents = ['a', 'b']
         return {agent: self._obs(agent) for agent in self.agents}, {agent: {} for agent in self.agents}
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        if set(actions) != set(self.agents):
-            raise ValueError(f"actions for {sorted(actions)}, but the live agents are {sorted(self.agents)}")
+        live = set(self.agents) - self.ended
+        if set(actions) != live:
+            raise ValueError(f"actions for {sorted(actions)}, but the live agents are {sorted(live)}")
         self.t += 1
         rewards = {agent: -float((np.asarray(action).reshape(-1)[0] - TARGETS[agent]) ** 2)
                    for agent, action in actions.items()}
@@ -50,7 +51,11 @@ class ComeAndGo(ParallelEnv):
         truncations = {agent: self.t >= self.cycles for agent in actions}
         observations = {agent: self._obs(agent) for agent in actions}
         infos = {agent: {'step': self.t} for agent in actions}
-        self.agents = [agent for agent in self.agents if not (terminations[agent] or truncations[agent])]
+        gone = {agent for agent in actions if terminations[agent] or truncations[agent]}
+        if self.keep_ended and self.t < self.cycles:
+            self.ended |= gone
+        else:
+            self.agents = [agent for agent in self.agents if agent not in gone]
         if self.t == C_JOINS_AFTER:
             self.agents.append('c')
             observations['c'] = self._obs('c')

@@ -50,9 +50,10 @@ def _first_episode(rows: list[dict]) -> list[dict]:
     return rows[starts[0]:starts[1]]
 
 
-@pytest.mark.parametrize('columnar', [False, True])
-def test_each_agent_has_its_own_trajectory_that_ends_with_it(policy, columnar):
-    slots = _slots()
+@pytest.mark.parametrize('columnar, keep_ended', [(False, False), (True, False), (False, True)])
+def test_each_agent_has_its_own_trajectory_that_ends_with_it(policy, columnar, keep_ended):
+    """``keep_ended``: an env that keeps an ended agent in its ``agents`` list (until the episode's end)."""
+    slots = _slots(env_kwargs={'keep_ended': True}) if keep_ended else _slots()
     if columnar:  # the sample collector's columns, each row named by its slot
         collector = SampleSerialCollector({'type': 'sample'}, slots, policy.collect_mode)
         collector.episode_fields = True
