@@ -10,6 +10,8 @@ from .sac_v1 import SACv1Policy
 from .redq import DroQPolicy, REDQPolicy
 from .crossq import CrossQPolicy
 from .masac import DiscreteMASACPolicy, MASACPolicy
+from .cql import CQLPolicy, DiscreteCQLPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
-           'DroQPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'create_policy', 'get_policy_cls']
+           'DroQPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy', 'DiscreteCQLPolicy',
+           'create_policy', 'get_policy_cls']

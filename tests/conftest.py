@@ -148,9 +148,10 @@ def pendulum_controller_action(obs) -> float:
     return float(np.clip(torque, -2.0, 2.0)) / 2.0
 
 
-def pendulum_expert_demo(path, n: int = 10000, explore: float = 0.3, seed: int = 0) -> str:
+def pendulum_expert_demo(path, n: int = 10000, explore: float = 0.3, seed: int = 0, noise: float = 0.2) -> str:
     """A demonstration file of ``n`` Pendulum-v1 transitions of the hand-made controller, a share ``explore`` of
-    its actions uniformly random and the rest with Gaussian noise (offline learning needs the data's spread)."""
+    its actions uniformly random and the rest with Gaussian noise of std ``noise`` (offline learning needs the data's
+    spread; ``explore=0, noise=0``: the controller's deterministic actions alone)."""
     import gymnasium as gym
     import numpy as np
     import torch
@@ -160,7 +161,7 @@ def pendulum_expert_demo(path, n: int = 10000, explore: float = 0.3, seed: int =
     columns = {key: [] for key in ('obs', 'action', 'reward', 'next_obs', 'done')}
     for _ in range(n):
         action = rng.uniform(-1, 1) if rng.random() < explore else \
-            np.clip(pendulum_controller_action(obs) + rng.normal(0, 0.2), -1, 1)
+            np.clip(pendulum_controller_action(obs) + rng.normal(0, noise), -1, 1)
         next_obs, reward, terminated, truncated, _ = env.step([2.0 * action])
         for key, value in (('obs', obs), ('action', [action]), ('reward', reward), ('next_obs', next_obs),
                            ('done', terminated)):
