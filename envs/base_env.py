@@ -105,3 +105,35 @@ class BaseEnv(abc.ABC):
     @property
     @abc.abstractmethod
     def reward_space(self) -> Any: ...
+
+
+class EpisodeSeeds:
+    """Seeding as ding_lite's envs do it: with ``dynamic_seed`` every episode starts from a new seed drawn from the
+    env's seeded generator, otherwise from the same seed (DI-engine's evaluator convention); the generator is in
+    ``state_dict``, so a resumed run replays the episode it was in. Needs an ``action_space`` to seed."""
+
+    _seed: int | None = None
+    _dynamic_seed: bool = True
+    _rng: np.random.Generator | None = None
+
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
+        self._seed, self._dynamic_seed = int(seed), dynamic_seed
+        self._rng = np.random.default_rng(self._seed)
+        self.action_space.seed(self._seed)
+
+    def state_dict(self) -> dict:
+        rng = self._rng.bit_generator.state if self._rng is not None else None
+        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': rng}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
+        if state.get('rng') is not None:
+            self._rng = self._rng or np.random.default_rng()
+            self._rng.bit_generator.state = state['rng']
+
+    def _episode_seed(self) -> int | None:
+        """The seed the next episode resets with: None unseeded, a fresh draw with ``dynamic_seed``, else the seed."""
+        if self._seed is None:
+            return None
+        return int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
+

@@ -13,7 +13,7 @@ from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_REGISTRY
 from ding_lite.utils.default_config import ConfigError
 from .adapt import AdaptObservation, ObsAdapter, apply_wrappers
-from .base_env import BaseEnv, BaseEnvTimestep
+from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 
 
 _MUJOCO_V5 = ('HalfCheetah', 'Hopper', 'Walker2d', 'Swimmer', 'Reacher', 'Pusher', 'InvertedPendulum',
@@ -76,7 +76,7 @@ def make_error(env_id: str, error: Exception) -> str:
 
 
 @ENV_REGISTRY.register('gymnasium')
-class GymnasiumEnv(BaseEnv):
+class GymnasiumEnv(EpisodeSeeds, BaseEnv):
     """Wraps ``gymnasium.make(env_id)`` (inside the config's ``wrappers``): observations adapted for the models
     (``ObsAdapter``: vectors as float32, images as CHW uint8), actions in [-1, 1] scaled to Box bounds.
 
@@ -114,7 +114,6 @@ class GymnasiumEnv(BaseEnv):
         # envs with equal keys share one scaling in step_many
         key = (space.low.tobytes(), space.high.tobytes(), space.dtype) if self._scale else None
         self._action_key = _ACTION_KEYS.setdefault(key, key)  # one object per key: step_many compares by identity
-        self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._episode_return, self._episode_steps = 0.0, 0
 
     def _make(self, **kwargs: Any) -> gym.Env:
@@ -159,24 +158,8 @@ class GymnasiumEnv(BaseEnv):
                 logger.warning(f"env_id {cfg['env_id']!r} (gym era) runs as gymnasium's {env_id!r} {kwargs or ''}")
         return env_id, kwargs
 
-    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        self._seed, self._dynamic_seed = int(seed), dynamic_seed
-        self._rng = np.random.default_rng(self._seed)
-        self._action_space.seed(self._seed)
-
-    def state_dict(self) -> dict:
-        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': self._rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
-        self._rng.bit_generator.state = state['rng']
-
     def reset(self) -> np.ndarray:
-        if self._seed is None:
-            seed = None
-        else:
-            seed = int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
-        obs, _ = self._env.reset(seed=seed)
+        obs, _ = self._env.reset(seed=self._episode_seed())
         self._episode_return, self._episode_steps = 0.0, 0
         return self._obs(obs)
 

@@ -11,7 +11,7 @@ from easydict import EasyDict
 
 from ding_lite.registry import ENV_REGISTRY
 from ding_lite.utils.default_config import ConfigError
-from .base_env import BaseEnv, BaseEnvTimestep
+from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 from .gymnasium_env import ActionScaler
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def _box(*shape: int) -> gym.spaces.Box:
 
 
 @ENV_REGISTRY.register('petting_zoo')
-class MPESpreadEnv(BaseEnv):
+class MPESpreadEnv(EpisodeSeeds, BaseEnv):
     """simple_spread as DI-engine's ``petting_zoo`` env gives it: observations ``{'agent_state' [A, N0] (each agent's
     own), 'global_state' [N1] (every agent's velocity and position, the landmarks, the communication; ``[A, N0 + N1]``
     with ``agent_specific_global_state``: each agent's own view before it), 'agent_alone_state',
@@ -72,7 +72,6 @@ class MPESpreadEnv(BaseEnv):
         self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scaler else space
         self._n_actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(space.shape[0])
         self._observation_space = self._spaces(int(self._env.observation_space(self.agents[0]).shape[0]))
-        self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
 
     def _spaces(self, n0: int) -> gym.Space:
@@ -102,21 +101,8 @@ class MPESpreadEnv(BaseEnv):
                 'agent_alone_padding_state': padded,
                 'action_mask': np.ones((len(self.agents), self._n_actions), np.float32)}
 
-    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        self._seed, self._dynamic_seed = int(seed), dynamic_seed
-        self._rng = np.random.default_rng(self._seed)
-        self._action_space.seed(self._seed)
-
-    def state_dict(self) -> dict:
-        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': self._rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
-        self._rng.bit_generator.state = state['rng']
-
     def reset(self) -> Any:
-        seed = None if self._seed is None else int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
-        observations, _ = self._env.reset(seed=seed)
+        observations, _ = self._env.reset(seed=self._episode_seed())
         self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
         return self._obs(observations)
 

@@ -12,7 +12,7 @@ from easydict import EasyDict
 from ding_lite.registry import ENV_REGISTRY, import_names
 from ding_lite.utils.default_config import ConfigError
 from .adapt import ObsAdapter
-from .base_env import BaseEnv, BaseEnvTimestep
+from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 from .gymnasium_env import ActionScaler
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class AgentCodec:
 
 
 @ENV_REGISTRY.register('pettingzoo')
-class PettingZooEnv(BaseEnv):
+class PettingZooEnv(EpisodeSeeds, BaseEnv):
     """A PettingZoo parallel env (``env_id`` a module with ``parallel_env``; AEC modules converted) with its possible
     agents as rows: ``reset`` gives ``{'obs': [A, D], 'live': [A]}`` (and ``'action_mask' [A, n]`` where the agents'
     observations are PettingZoo's ``{'observation', 'action_mask'}``), ``step`` takes an action row per agent and acts
@@ -143,7 +143,6 @@ class PettingZooEnv(BaseEnv):
                                 [self._env.action_space(a) for a in self.agents], bool(self._cfg.agent_id_input),
                                 bool(self._cfg.act_scale))
         self._index, self._action_space = self.codec.index, self.codec.action_space
-        self._seed, self._dynamic_seed, self._rng = None, True, np.random.default_rng()
         self._live, self._gone = np.zeros(len(self.agents), bool), set()
         self._obs = np.zeros((len(self.agents), self.codec.obs_size), np.float32)
         self._mask = np.ones((len(self.agents), int(getattr(self._action_space, 'n', 0))), np.float32) \
@@ -154,21 +153,8 @@ class PettingZooEnv(BaseEnv):
     def env_id(self) -> str:
         return str(self._cfg.env_id)
 
-    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        self._seed, self._dynamic_seed = int(seed), dynamic_seed
-        self._rng = np.random.default_rng(self._seed)
-        self._action_space.seed(self._seed)
-
-    def state_dict(self) -> dict:
-        return {'seed': self._seed, 'dynamic_seed': self._dynamic_seed, 'rng': self._rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        self._seed, self._dynamic_seed = state['seed'], state['dynamic_seed']
-        self._rng.bit_generator.state = state['rng']
-
     def reset(self) -> dict[str, np.ndarray]:
-        seed = None if self._seed is None else int(self._rng.integers(2 ** 31)) if self._dynamic_seed else self._seed
-        observations, _ = self._env.reset(seed=seed)
+        observations, _ = self._env.reset(seed=self._episode_seed())
         self._returns[:], self._lengths[:] = 0.0, 0
         self._live[:] = False
         self._gone = set()
