@@ -68,7 +68,8 @@ class AgentSlots:
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         """Step each env of the given slots once with its live agents' actions; a timestep per given slot."""
         n, ready = len(self.agents), self.manager.ready_obs
-        check_ready(self.ready_obs, actions)
+        live = {e: np.flatnonzero(view['live']).tolist() for e, view in ready.items()}
+        check_ready({e * n + a for e, agents in live.items() for a in agents}, actions)
         joint: dict[int, np.ndarray] = {}
         for slot, action in actions.items():
             e = self.env_of(slot)
@@ -76,25 +77,24 @@ class AgentSlots:
                 joint[e] = np.zeros((n,) + np.shape(action), np.asarray(action).dtype)
             joint[e][slot % n] = action
         for e in joint:
-            left = [self.agents[a] for a in np.flatnonzero(ready[e]['live']) if e * n + a not in actions]
+            left = [self.agents[a] for a in live[e] if e * n + a not in actions]
             if left:
                 raise ValueError(f"env {e}'s live agents {left} got no action: the slots of an env's live agents "
                                  f"step together")
         timesteps = self.manager.step(joint)
         out = {}
         for e, timestep in timesteps.items():
-            out.update(self._slot_steps(e, timestep))
+            out.update(self._slot_steps(e, timestep, live[e]))
         return out
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))
 
-    def _slot_steps(self, e: int, timestep: BaseEnvTimestep) -> dict[int, BaseEnvTimestep]:
-        """Env ``e``'s step as a timestep for each agent that acted in it."""
+    def _slot_steps(self, e: int, timestep: BaseEnvTimestep, acting: list[int]) -> dict[int, BaseEnvTimestep]:
+        """Env ``e``'s step as a timestep for each agent that acted in it (``acting``: the agents given actions)."""
         n, info = len(self.agents), timestep.info
-        if info.get('abnormal'):  # the env restarted: every agent's episode broke off
-            return {e * n + a: BaseEnvTimestep(timestep.obs, 0.0, True, info) for a in range(n)
-                    if info.get('acted', np.ones(n, bool))[a]}
+        if info.get('abnormal'):  # the env restarted: the acting agents' episodes broke off
+            return {e * n + a: BaseEnvTimestep(timestep.obs, 0.0, True, info) for a in acting}
         acted, terminated, truncated = info['acted'], info['terminated'], info['truncated']
         ended = terminated | truncated
         last = int(np.flatnonzero(acted)[-1]) if timestep.done else -1

@@ -72,7 +72,7 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
         self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scaler else space
         self._n_actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(space.shape[0])
         self._observation_space = self._spaces(int(self._env.observation_space(self.agents[0]).shape[0]))
-        self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
+        self._steps, self._agent_returns = 0, np.zeros(len(self.agents))
 
     def _spaces(self, n0: int) -> gym.Space:
         a, landmarks = len(self.agents), int(self._cfg.n_landmark)
@@ -103,7 +103,7 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
 
     def reset(self) -> Any:
         observations, _ = self._env.reset(seed=self._episode_seed())
-        self._return, self._steps, self._agent_returns = 0.0, 0, np.zeros(len(self.agents))
+        self._steps, self._agent_returns = 0, np.zeros(len(self.agents))
         return self._obs(observations)
 
     def step(self, action: Any) -> BaseEnvTimestep:
@@ -118,14 +118,13 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
         self._steps += 1
         agent_rewards = np.array([2.0 * float(rewards[agent]) for agent in self.agents])  # global + local each
         reward = float(agent_rewards.sum())
-        self._return += reward
         self._agent_returns += agent_rewards
         terminated = all(terminations.values())
         done = terminated or self._steps >= self._cycles or not self._env.agents
         info = {'agent_info': infos}
         if done:
             returns = dict(zip(self.agents, self._agent_returns.tolist()))
-            info.update({'TimeLimit.truncated': not terminated, 'eval_episode_return': self._return,
+            info.update({'TimeLimit.truncated': not terminated, 'eval_episode_return': sum(returns.values()),
                          'agent_metrics': {**{f'return_{a}': r for a, r in returns.items()},
                                            **{f'length_{a}': self._steps for a in self.agents}}})
         return BaseEnvTimestep(self._obs(observations), np.array([reward], np.float32), done, info)

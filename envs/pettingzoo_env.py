@@ -142,10 +142,9 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
         self.codec = AgentCodec(self.env_id, self.agents, [self._env.observation_space(a) for a in self.agents],
                                 [self._env.action_space(a) for a in self.agents], bool(self._cfg.agent_id_input),
                                 bool(self._cfg.act_scale))
-        self._index, self._action_space = self.codec.index, self.codec.action_space
         self._live, self._gone = np.zeros(len(self.agents), bool), set()
         self._obs = np.zeros((len(self.agents), self.codec.obs_size), np.float32)
-        self._mask = np.ones((len(self.agents), int(getattr(self._action_space, 'n', 0))), np.float32) \
+        self._mask = np.ones((len(self.agents), int(self.codec.action_space.n)), np.float32) \
             if self.codec.masked else None
         self._returns, self._lengths = np.zeros(len(self.agents)), np.zeros(len(self.agents), np.int64)
 
@@ -168,14 +167,14 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
         self._gone = (self._gone | ended) & listed
         live = np.zeros(len(self.agents), bool)
         for agent in listed - self._gone:
-            live[self._index[agent]] = True
+            live[self.codec.index[agent]] = True
         return live
 
     def _take(self, observations: dict[str, Any], live: np.ndarray) -> None:
         """Keep each agent's new observation (an agent that got none keeps its last one); ``live`` from now."""
         joined = live & ~self._live
         for agent, obs in observations.items():
-            a = self._index[agent]
+            a = self.codec.index[agent]
             self.codec.obs_row(a, obs, self._obs[a])
             if self._mask is not None:
                 self._mask[a] = self.codec.mask_row(obs)
@@ -198,10 +197,10 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
         n = len(self.agents)
         reward, terminated, truncated = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
         for agent, value in rewards.items():
-            reward[self._index[agent]] = float(value)
+            reward[self.codec.index[agent]] = float(value)
         for flags, given in ((terminated, terminations), (truncated, truncations)):
             for agent, flag in given.items():
-                flags[self._index[agent]] = bool(flag)
+                flags[self.codec.index[agent]] = bool(flag)
         ended = {self.agents[a] for a in np.flatnonzero(acted & (terminated | truncated))}
         self._take(observations, self._live_now(ended))
         truncated |= acted & ~terminated & ~self._live  # an agent gone without a word: cut off, not terminated
@@ -219,14 +218,14 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
         self._env.close()
 
     @property
-    def observation_space(self) -> gym.spaces.Box:
+    def observation_space(self) -> gym.Space:
         """One agent's observation (every agent's is this shape)."""
         return self.codec.observation_space
 
     @property
     def action_space(self) -> gym.Space:
         """One agent's action (shared by all agents)."""
-        return self._action_space
+        return self.codec.action_space
 
     @property
     def reward_space(self) -> gym.Space:

@@ -6,5 +6,5 @@ from .qac import ContinuousQAC, DiscreteQAC
 from .ma_qac import ContinuousMAQAC, DiscreteMAQAC
 from .wrappers import ModelWrapper, NoValidActionError, model_wrap, register_wrapper
 
-__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ContinuousMAQAC', 'DiscreteMAQAC', 'ModelWrapper', 'NoValidActionError', 'RunningObsNorm', 'RunningRewardNorm',
-           'model_wrap', 'register_wrapper']
+__all__ = ['ContinuousQAC', 'DiscreteQAC', 'ContinuousMAQAC', 'DiscreteMAQAC', 'ModelWrapper', 'NoValidActionError',
+           'RunningObsNorm', 'RunningRewardNorm', 'model_wrap', 'register_wrapper']
