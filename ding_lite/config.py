@@ -20,7 +20,7 @@ from easydict import EasyDict
 
 from .capabilities import Pipeline, check as check_capabilities
 from .config_checks import agent_id_input, check_agent_axis, check_batch_fits, check_env_id, check_priority, \
-    her_buffer_type, multi_agent_type, reward_clip_bounds
+    her_buffer_type, info_stats_spec, multi_agent_type, reward_clip_bounds
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
@@ -501,6 +501,7 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     _check_free_values(env, 'env')
     check_env_id(env.get('env_id'))
     reward_clip_bounds(env.get('reward_clip'))
+    info_stats_spec(env.get('info_stats'))
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
     return env

@@ -125,3 +125,20 @@ def reward_clip_bounds(clip: Any) -> tuple[float, float] | None:
         return float(clip[0]), float(clip[1])
     raise ConfigError(f"env.reward_clip must be None, a number c > 0 (rewards clipped to [-c, c]) or a pair "
                       f"[low, high] with low < high; got {clip!r}")
+
+
+INFO_AGGREGATIONS = ('average', 'sum', 'most_recent')  # ML-Agents' StatsAggregationMethod, by its lower-case names
+
+
+def info_stats_spec(spec: Any) -> dict[str, str]:
+    """``env.info_stats`` as ``{info key: aggregation}``; ML-Agents' upper-case names (``'MOST_RECENT'``) accepted."""
+    if not spec:
+        return {}
+    if not isinstance(spec, dict) or not all(isinstance(key, str) for key in spec):
+        raise ConfigError(f"env.info_stats must be a dict {{info key: aggregation}} (aggregations "
+                          f"{list(INFO_AGGREGATIONS)}), got {spec!r}")
+    bad = {key: how for key, how in spec.items() if str(how).lower() not in INFO_AGGREGATIONS}
+    if bad:
+        raise ConfigError(f"env.info_stats: {bad} is not an aggregation; expected one of {list(INFO_AGGREGATIONS)} "
+                          f"(ML-Agents' AVERAGE, SUM, MOST_RECENT)")
+    return {key: str(how).lower() for key, how in spec.items()}

@@ -42,6 +42,14 @@ class AgentSlots:
     def info_metrics(self, keys: list[str]) -> None:
         self.manager.info_metrics = keys
 
+    @property
+    def info_stats(self) -> Any:
+        return self.manager.info_stats
+
+    @info_stats.setter
+    def info_stats(self, stats: Any) -> None:
+        self.manager.info_stats = stats
+
     def launch(self, reset_param: dict | None = None) -> None:
         self.manager.launch(reset_param)
 

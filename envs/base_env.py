@@ -54,6 +54,7 @@ class BaseEnv(abc.ABC):
         ),
         reward_clip=None,           # training rewards clipped to [-c, c] (a number) or [low, high]; None: as they are
         info_metrics=[],            # numeric info keys logged per episode (last step's value); is_success always is
+        info_stats={},              # {info key: 'average' | 'sum' | 'most_recent'}: read at every step, per log
     )
 
     @classmethod

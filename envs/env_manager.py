@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -15,6 +15,9 @@ from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from ding_lite.utils.checkpoint import to_safe
 from ding_lite.utils.default_config import class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
+
+if TYPE_CHECKING:
+    from ding_lite.worker.episode_metrics import InfoStats
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ class BaseEnvManager:
     )
     asynchronous = False  # step returns exactly the envs it was given (an async manager: others that finished)
     info_metrics: list[str] = []  # info keys collectors and evaluators keep per episode (the run's env.info_metrics)
+    info_stats: InfoStats | None = None  # every step's info values aggregated per log (the run's env.info_stats)
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -83,7 +87,7 @@ class BaseEnvManager:
         step_many = getattr(type(envs[0]), 'step_many', None)
         if step_many is None or any(type(env) is not type(envs[0]) for env in envs):
             return None
-        return step_many(envs, actions)
+        return step_many(envs, actions, all_info=True) if self.info_stats is not None else step_many(envs, actions)
 
     def _env_recreate(self, env_id: int) -> None:
         try:
@@ -161,6 +165,8 @@ class BaseEnvManager:
         timesteps = self._env_step(actions)
         for env_id, timestep in timesteps.items():
             self._after_step(env_id, timestep.obs, timestep.done, actions[env_id])
+            if self.info_stats is not None:
+                self.info_stats.record(timestep.info)
         return timesteps
 
     def _check_ready(self, env_ids: Any) -> None:
@@ -200,6 +206,10 @@ class BaseEnvManager:
                 else:  # _after_step's common case, inline: the next obs ready, the action kept for a resume
                     ready[env_id] = o
                     kept[env_id].append(action)
+            if self.info_stats is not None:  # every env's info came back: record it, hand on the ended ones
+                for i in ended_info.values():
+                    self.info_stats.record(i)
+                ended_info = {k: ended_info[k] for k in np.flatnonzero(done).tolist()}
             info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
             return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
         return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))

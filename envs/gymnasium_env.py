@@ -191,12 +191,12 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         return obs, reward, terminated, truncated, info
 
     @classmethod
-    def step_many(cls, envs: list[GymnasiumEnv], actions: np.ndarray
+    def step_many(cls, envs: list[GymnasiumEnv], actions: np.ndarray, all_info: bool = False
                   ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, dict[int, dict]] | None:
         """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
         action space: ``(obs, reward (float64 of step's float32), done, terminated, {k: info of an ended
-        episode's last step, as ``step`` gives it})``. None where this type changed ``step`` or ``_action`` (each env
-        then steps on its own)."""
+        episode's last step, as ``step`` gives it})``, with ``all_info`` every env's info (the others' as the env
+        gave it). None where this type changed ``step`` or ``_action`` (each env then steps on its own)."""
         if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
             return None
         first = envs[0]
@@ -216,6 +216,8 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
             terminated.append(term)
             if term or trunc:
                 ended_info[k] = env._info(info, term, trunc)
+            elif all_info:
+                ended_info[k] = info
         return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
                 np.array(terminated, bool), ended_info)
 

@@ -188,7 +188,8 @@ class Policy:
         return SimpleNamespace(forward=self._forward_learn, reset=self._reset_learn, state_dict=self._state_dict_learn,
                                load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
                                train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg,
-                               set_reward_weights=getattr(self, 'set_reward_weights', None))
+                               set_reward_weights=getattr(self, 'set_reward_weights', None),
+                               log_extras=self._log_extras_learn)
 
     @property
     def collect_mode(self) -> SimpleNamespace:
@@ -372,6 +373,10 @@ class Policy:
 
     def _monitor_vars_learn(self) -> list[str]:
         return []
+
+    def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
+        """Scalars the learner's log adds to the ``averaged`` statistics of the steps since the last log."""
+        return {}
 
     # ---- to implement ----
     def _init_learn(self) -> None:

@@ -30,7 +30,8 @@ def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
     sample ``[B]``."""
     mean = (lambda x: x.mean()) if obs is None else (lambda x: row_mean(x, obs).mean())  # noqa: E731
     q_mean = row_mean(q.detach(), obs)                         # [E]: one value per critic
-    return {'critic_loss': critic_loss, 'q_value': q_mean.mean(),
+    twin = {'twin_critic_loss': mean(td[1].pow(2))} if len(td) > 1 else {}  # DI-engine's name: the 2nd critic's
+    return {'critic_loss': critic_loss, **twin, 'q_value': q_mean.mean(),
             **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())}, 'target_q_value': mean(target_q),
             'td_error': mean(td.abs()), 'priority': td.abs().mean(0)}
 
@@ -352,10 +353,18 @@ class SACPolicy(Policy):
 
     def _monitor_vars_learn(self) -> list[str]:
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
-        names = ['critic_loss', 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
+        twin = ['twin_critic_loss'] if self._n_critics > 1 else []
+        names = ['critic_loss', *twin, 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
         heads = self._heads.stat_names() + (['bc_loss'] if self._bc is not None else [])
         return names + (['alpha_loss'] if self._alpha.learned else []) + heads
+
+    def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
+        """DI-engine's names for what its SAC logs beside these: the optimizers' learning rates and the losses'
+        sum (``critic_loss`` here is already both critics' sum, DI-engine's ``critic_loss + twin_critic_loss``)."""
+        losses = [averaged[key] for key in ('critic_loss', 'policy_loss', 'alpha_loss') if key in averaged]
+        return {'cur_lr_q': self._optimizer_q.param_groups[0]['lr'],
+                'cur_lr_p': self._optimizer_policy.param_groups[0]['lr'], 'total_loss': float(sum(losses))}
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 

@@ -256,7 +256,7 @@ class _SerialCollector:
             return
         self._last_print_iter = train_iter
         self.write_log(self._episode_info, train_iter, self.envstep, self.env_restarts, self.pop_entropy(),
-                       self.nonfinite_dropped)
+                       self.nonfinite_dropped, self.pop_info_stats())
         self._episode_info = []
 
     def write_log(self, *args: Any) -> None:
@@ -268,6 +268,11 @@ class _SerialCollector:
         that logs them itself (a Ray collector's driver); forgets them here."""
         episodes, self.finished_episodes, self._episode_info = self.finished_episodes, [], []
         return episodes
+
+    def pop_info_stats(self) -> dict[str, float]:
+        """The envs' ``env.info_stats`` aggregated since the last call."""
+        stats = getattr(self._env, 'info_stats', None)
+        return stats.pop() if stats is not None else {}
 
     def pop_entropy(self) -> float | None:
         """The collecting policy's mean entropy since the last call (None where the policy does not say)."""
@@ -449,15 +454,17 @@ class EpisodeSerialCollector(_SerialCollector):
 
 
 def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
-                 env_restarts: int, entropy: float | None = None, nonfinite_dropped: int = 0) -> None:
+                 env_restarts: int, entropy: float | None = None, nonfinite_dropped: int = 0,
+                 info_stats: dict[str, float] | None = None) -> None:
     """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each), the
-    collecting policy's ``entropy`` and the transitions dropped for a NaN/inf to tensorboard and the log."""
+    collecting policy's ``entropy``, the transitions dropped for a NaN/inf and the envs' ``info_stats`` to
+    tensorboard and the log."""
     returns = [e['return'] for e in episodes]
     stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
              'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
              'episode_count': float(len(returns)), 'envstep_count': float(envstep),
              'env_restart_count': float(env_restarts), 'nonfinite_dropped_count': float(nonfinite_dropped),
-             **mean_metrics(episodes)}
+             **mean_metrics(episodes), **(info_stats or {})}
     if entropy is not None:
         stats['entropy'] = entropy
     write_scalars(tb_logger, 'collector', stats, envstep)

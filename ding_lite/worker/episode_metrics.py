@@ -5,6 +5,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..config_checks import info_stats_spec
 from ..data.collate import to_reward
 
 SUCCESS_KEY = 'is_success'                  # gymnasium-robotics' and SB3's key, kept whenever an env reports it
@@ -28,6 +29,48 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
                 (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
             metrics[key] = float(np.asarray(value).reshape(()))
     return metrics
+
+
+class InfoStats:
+    """ML-Agents' environment stats: numeric values an env reports in ``info`` at any step, each key aggregated over
+    a log period as ``env.info_stats`` says: ``'average'`` (the mean of its values), ``'sum'`` or ``'most_recent'``
+    (the last value reported)."""
+
+    def __init__(self, spec: dict[str, str]) -> None:
+        self.spec = info_stats_spec(spec)
+        self._total: dict[str, float] = {}
+        self._count: dict[str, int] = {}
+
+    def record(self, info: dict[str, Any]) -> None:
+        """Add the values of one env step's ``info``."""
+        for key in self.spec.keys() & info.keys():
+            value = info[key]
+            if not isinstance(value, (bool, int, float, np.bool_, np.number)) and \
+                    not (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
+                raise ValueError(f"env.info_stats: the env's info[{key!r}] is {type(value).__name__} "
+                                 f"{value!r:.80}; expected a number")
+            value = float(np.asarray(value).reshape(()))
+            keep = self.spec[key] == 'most_recent' or key not in self._total
+            self._total[key] = value if keep else self._total[key] + value
+            self._count[key] = self._count.get(key, 0) + 1
+
+    def pop(self) -> dict[str, float]:
+        """Each key's aggregate over the values recorded since the last call (keys with none are left out)."""
+        return {key: total / count if self.spec[key] == 'average' else total
+                for key, (total, count) in self.pop_parts().items()}
+
+    def pop_parts(self) -> dict[str, tuple[float, int]]:
+        """``pop``'s parts, ``{key: (total or last value, count)}``, for another process's ``add_parts``."""
+        parts = {key: (total, self._count[key]) for key, total in self._total.items()}
+        self._total, self._count = {}, {}
+        return parts
+
+    def add_parts(self, parts: dict[str, tuple[float, int]]) -> None:
+        """Merge another recorder's ``pop_parts`` (a later most-recent value replaces this one's)."""
+        for key, (total, count) in parts.items():
+            keep = self.spec[key] == 'most_recent' or key not in self._total
+            self._total[key] = total if keep else self._total[key] + total
+            self._count[key] = self._count.get(key, 0) + count
 
 
 class ReturnTally:

@@ -57,6 +57,7 @@ class InteractionSerialEvaluator:
         self.best_return = -float('inf')
         self.last_info: dict[str, float] = {}
         self.episode_metrics: list[dict[str, float]] = []  # those of the last run_episodes, one dict per episode
+        self.info_stats: dict[str, float] = {}  # the envs' env.info_stats over the last run_episodes
         self._last_eval_iter = -1
         self._start_time = time.time()
         self._csv_recorded_iter = -1
@@ -99,8 +100,14 @@ class InteractionSerialEvaluator:
         if self._memory is not None:
             self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
-        self.episode_metrics = []
+        self.episode_metrics, self.info_stats = [], {}
+        self._pop_info_stats()  # what other steps of these envs reported does not count
         self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
+
+    def _pop_info_stats(self) -> dict[str, float]:
+        """The envs' ``env.info_stats`` aggregated since the last call."""
+        stats = getattr(self._env, 'info_stats', None)
+        return stats.pop() if stats is not None else {}
 
     def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs with episodes still to run and their observations stacked, where the policy and the env
@@ -243,7 +250,8 @@ class InteractionSerialEvaluator:
         returns = np.asarray(returns)
         info = {'return_mean': float(returns.mean()), 'return_std': float(returns.std()),
                 'return_min': float(returns.min()), 'return_max': float(returns.max()),
-                **mean_metrics(metrics or [])}
+                **mean_metrics(metrics or []), **self.info_stats}
+        self.info_stats = {}
         self._append_csv(train_iter, envstep, info)
         write_scalars(self._tb_logger, 'evaluator', info, envstep if tb_step is None else tb_step)
         if info['return_mean'] > self.best_return:
@@ -310,6 +318,8 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
                 evaluator._advance_columns(ready[k][0], actions[k])
             else:
                 evaluator._advance(dict(zip(ready[k][0], actions[k])))
+    for evaluator in evaluators:
+        evaluator.info_stats = evaluator._pop_info_stats()
     return [evaluator._returns for evaluator in evaluators]
 
 

@@ -160,6 +160,9 @@ class BaseLearner:
         values = torch.stack([v.float() for v in self._sums.values()]).div(self._count).tolist()
         self._raise_if_nonfinite(dict(zip(self._sums, values)))
         self.last_log = dict(zip(self._sums, values))
+        extras = getattr(self._policy, 'log_extras', None)
+        if extras is not None:
+            self.last_log |= extras(self.last_log)
         self._sums, self._count = {}, 0
         if self.skipped_steps:
             self.last_log['skipped_steps'] = float(self.skipped_steps)

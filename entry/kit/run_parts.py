@@ -18,6 +18,7 @@ from envs import create_env_manager
 from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
+from ding_lite.worker.episode_metrics import InfoStats
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
 
@@ -40,6 +41,7 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
         manager = AgentSlots(manager)
     manager.seed(seed, dynamic_seed=which == 'collector')
     manager.info_metrics = list(cfg.env.get('info_metrics') or [])
+    manager.info_stats = InfoStats(cfg.env.info_stats) if cfg.env.get('info_stats') else None
     return manager
 
 

@@ -22,6 +22,7 @@ from ding_lite.data.collate import unflatten_batch
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator
 from ding_lite.worker.collector import log_episodes
+from ding_lite.worker.episode_metrics import InfoStats
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager
 from envs.from_gym import vec_env_setting
@@ -180,6 +181,7 @@ class Driver:
         self._warmup_left = cfg.policy.random_collect_size if fresh else 0  # random-action transitions to ask for
         self._episodes: list[dict[str, float]] = []  # finished since the last collector log line
         self._entropies: list[float] = []  # the collectors' mean collect entropies since then
+        self._info_stats = InfoStats(cfg.env.info_stats) if cfg.env.get('info_stats') else None  # the collectors'
         self._env_restarts, self._last_log_iter = 0, run.learner.train_iter
         self._collector_logger = build_logger(cfg.exp_name, 'collector')
         # seconds: the driver blocked with nothing to learn, learning, and the collectors' own busy time
@@ -245,6 +247,8 @@ class Driver:
                     / self._cfg.policy.collect.n_sample
             self._episodes += result['episodes']
             self._entropies += [result['entropy']] if result.get('entropy') is not None else []
+            if self._info_stats is not None:
+                self._info_stats.add_parts(result['info_stats'])
             self._env_restarts += result['env_restarts']
             self.times['collector_busy'] += result['busy']
             self.bar.update(loop.envstep - self.bar.n)
@@ -283,6 +287,7 @@ class Driver:
         if result is None:  # the evaluator was replaced: evaluate the same weights again
             self._pool.submit(slot, 'evaluate', request['weights'], **request)
             return
+        self._run.evaluator.info_stats = result['info_stats']
         stop, info = self._run.evaluator.record(
             result['returns'], lambda name: self._learner.save_checkpoint(name, state=request['state']),
             request['train_iter'], request['envstep'], result.get('metrics'))
@@ -302,7 +307,7 @@ class Driver:
         if self._episodes:
             entropy = sum(self._entropies) / len(self._entropies) if self._entropies else None
             log_episodes(run.tb_logger, self._collector_logger, self._episodes, train_iter, self._loop.envstep,
-                         self._env_restarts, entropy)
+                         self._env_restarts, entropy, 0, self._info_stats.pop() if self._info_stats else {})
             self._episodes, self._entropies = [], []
         write_scalars(run.tb_logger, 'parallel', self.stats(), self._loop.envstep)
 

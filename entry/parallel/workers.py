@@ -83,6 +83,7 @@ class CollectorWorker:
             batch[('env_id',)] = batch[('env_id',)] + self._env_offset
         return {'batch': batch, 'count': batch_len(samples), 'episodes': self._collector.pop_episodes(),
                 'entropy': self._collector.pop_entropy(),  # None after a warm-up (no policy forwards)
+                'info_stats': self._env.info_stats.pop_parts() if self._env.info_stats is not None else {},
                 'env_restarts': self._collector.env_restarts - restarts, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:
@@ -107,7 +108,8 @@ class EvaluatorWorker:
         start = time.perf_counter()
         _load(self._policy.eval_mode, weights)
         returns = self._evaluator.run_episodes()
-        return {'returns': returns, 'metrics': self._evaluator.episode_metrics, 'busy': time.perf_counter() - start}
+        return {'returns': returns, 'metrics': self._evaluator.episode_metrics,
+                'info_stats': self._evaluator.info_stats, 'busy': time.perf_counter() - start}
 
     def close(self) -> None:
         self._evaluator.close()

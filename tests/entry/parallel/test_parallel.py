@@ -306,11 +306,12 @@ def _write(tmp_path, main, create) -> str:
     return str(path)
 
 
-def test_a_parallel_run_logs_its_times_info_metrics_entropy_and_histograms(tmp_path, local_ray):
+def test_a_parallel_run_logs_its_times_info_metrics_and_stats_entropy_and_histograms(tmp_path, local_ray):
     from tests.tb_events import read_histogram_tags, read_scalars
     main, create = _tiny(tmp_path)
     main.env.update(evaluator_env_num=1, n_evaluator_episode=2, info_metrics=['coins'],
-                    wrappers=['tests.entry.pipeline.test_run_metrics.AlternatingSuccess'])
+                    info_stats={'speed': 'average', 'one': 'sum'},
+                    wrappers=[f'tests.entry.pipeline.test_run_metrics.{w}' for w in ('AlternatingSuccess', 'StepStats')])
     main.policy.collect.collector = dict(collect_print_freq=5)
     main.policy.learn.learner.log_histograms = True
     parallel_pipeline((main, create), seed=0, max_env_step=200)
@@ -322,5 +323,6 @@ def test_a_parallel_run_logs_its_times_info_metrics_entropy_and_histograms(tmp_p
     assert all(v > 0 for _, v in scalars['time/updates_per_s']) and 'time/env_steps_per_s' in scalars
     assert {v for _, v in scalars['evaluator/success_rate']} == {0.5} and 'collector/success_rate' in scalars
     assert {v for _, v in scalars['collector/coins']} == {3.0} and 'collector/entropy' in scalars
+    assert {v for _, v in scalars['collector/speed']} == {2.5} and {v for _, v in scalars['evaluator/one']} == {40}
     assert read_histogram_tags(logdir) == {'collector/action', 'collector/reward'}
     assert 'success_rate' in open(os.path.join(main.exp_name, 'log', 'evaluator.csv')).readline()

@@ -136,3 +136,55 @@ def test_reward_clip_clips_what_is_stored_not_the_returns(tiny_pendulum, monkeyp
         main.env.reward_clip = bad
         with pytest.raises(ConfigError, match='env.reward_clip must be None, a number c > 0'):
             compile_config(main, create_cfg=create, save_cfg=False)
+
+
+class StepStats(gym.Wrapper):
+    """Reports ML-Agents-style env stats at every step: the step's index in its episode, a one and a constant."""
+
+    def reset(self, **kwargs):
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        return obs, reward, terminated, truncated, dict(info, t=self.t, one=1, speed=2.5)
+
+
+def test_info_stats_aggregate_every_step_per_log_as_ml_agents_does(tmp_path):
+    main, create = _cfg(tmp_path, info_stats={'t': 'MOST_RECENT', 'one': 'sum', 'speed': 'average'})
+    main['env']['wrappers'] = [f'{__name__}.StepStats']
+    serial_pipeline((main, create), seed=0, max_train_iter=30)
+    scalars = read_scalars(f'{main["exp_name"]}/log/serial')
+    recent = scalars['collector/t']
+    assert len(recent) >= 2 and all(v == (step - 1) % 20 + 1 for step, v in recent)  # the last step's value
+    sums = scalars['collector/one']
+    assert all(v == step - before for (before, _), (step, v) in zip(sums, sums[1:]))  # every step since the last log
+    assert {v for _, v in scalars['collector/speed']} == {2.5}
+    rows = list(csv.DictReader(open(f'{main["exp_name"]}/log/evaluator.csv')))
+    assert rows and all(float(r['t']) == 20 and float(r['one']) == 40 for r in rows)  # 2 episodes of 20 steps
+
+
+@pytest.mark.parametrize('spec', [{'t': 'median'}, ['t']])
+def test_info_stats_with_an_unknown_aggregation_is_refused_at_compile_time(tmp_path, spec):
+    main, create = _cfg(tmp_path, info_stats=spec)
+    with pytest.raises(ConfigError, match="env.info_stats"):
+        compile_config(main, create, save_cfg=False)
+
+
+def test_the_learner_logs_di_engines_names_beside_its_own(tmp_path):
+    main, create = _cfg(tmp_path)
+    main['policy'] = dict(main['policy'], learn=dict(main['policy']['learn'], learning_rate_q=2e-3,
+                                                     learning_rate_policy=5e-4))
+    serial_pipeline((main, create), seed=0, max_train_iter=10)
+    scalars = {key: dict(values) for key, values in read_scalars(f'{main["exp_name"]}/log/serial').items()}
+    steps = scalars['learner/critic_loss'].keys()
+    assert steps and all(scalars['learner/cur_lr_q'][i] == pytest.approx(2e-3) and
+                         scalars['learner/cur_lr_p'][i] == pytest.approx(5e-4) for i in steps)
+    for i in steps:  # DI-engine's total: both critics' losses (this critic_loss), the actor's and alpha's
+        losses = [scalars[f'learner/{k}'][i] for k in ('critic_loss', 'policy_loss', 'alpha_loss')]
+        assert scalars['learner/total_loss'][i] == pytest.approx(sum(losses), rel=1e-5)
+        assert 0 < scalars['learner/twin_critic_loss'][i] < scalars['learner/critic_loss'][i]
+    log = open(f'{main["exp_name"]}/log/learner.txt').read()
+    assert all(f'{name}:' in log for name in ('twin_critic_loss', 'cur_lr_q', 'cur_lr_p', 'total_loss', 'td_error',
+                                               'target_q_value', 'alpha_loss', 'entropy'))
