@@ -67,6 +67,10 @@ FEATURES: dict[str, Feature] = {
                        lambda cfg: _policy('collect', 'overlap')(cfg) in (True, 'process', 'stream')),
     'cuda_graph': Feature('policy.learn.cuda_graph', 'CUDA graphs', lambda cfg: bool(
         _policy('learn', 'cuda_graph')(cfg))),
+    'amp': Feature('policy.learn.amp', "mixed precision (amp='bf16' or 'fp16')",
+                   lambda cfg: bool(_policy('learn', 'amp')(cfg))),
+    'amp_fp16': Feature('policy.learn.amp', "fp16 with a gradient scaler (amp='fp16')",
+                        lambda cfg: _policy('learn', 'amp')(cfg) == 'fp16'),
     'load_before_run': Feature('policy.learn.learner.hook.load_ckpt_before_run', 'a load before the run (whole or '
                                "'actor@PATH')", lambda cfg: bool(_policy('learn', 'learner', 'hook',
                                                                          'load_ckpt_before_run')(cfg))),
@@ -96,6 +100,8 @@ CONFLICTS: dict[frozenset[str], str] = {
     frozenset({'recurrent', 'cuda_graph'}): "a recurrent model's sequence update runs eagerly; set cuda_graph=False",
     frozenset({'cloning', 'cuda_graph'}): "the cloning term's batches are drawn outside the captured update; set "
                                           "cuda_graph=False",
+    frozenset({'amp_fp16', 'cuda_graph'}): "fp16's gradient scaler reads back to the host every step, which a "
+                                           "CUDA graph cannot replay: use amp='bf16' (no scaler) or cuda_graph=False",
     frozenset({'gail', 'norm_obs'}): "the discriminator would compare normalised agent observations with raw "
                                      "demonstrations; set env.norm_obs.use_norm=False, or use another signal",
     frozenset({'her', 'reward_clip'}): "relabelled rewards come from the env's compute_reward after the clip; leave "

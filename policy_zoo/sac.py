@@ -21,7 +21,7 @@ from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.utils import compile_or_eager
 from ding_lite.utils.cuda_graph import cuda_graph_or_eager
 from .base_policy import Policy
-from .sac_options import check_sac_config, cloning_and_signals, init_actor_output
+from .sac_options import amp_dtype, check_sac_config, cloning_and_signals, init_actor_output
 
 
 def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
@@ -98,6 +98,8 @@ class SACPolicy(Policy):
             init_w=None,                      # uniform init bound of the actor's output layers (DI-engine 3e-3)
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
             cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
+            amp=None,                         # mixed precision of the update's forward passes: 'bf16' or 'fp16'
+                                              # (with a gradient scaler); None: float32
         ),
         collect=dict(
             n_sample=1,                       # transitions per collect call
@@ -140,6 +142,10 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self._learn_model = model_wrap(self._model, 'base')
+        amp = amp_dtype(learn.amp, self._device)
+        self._grad_scaler = torch.amp.GradScaler(self._device.type) if amp == torch.float16 else None
+        if amp is not None:
+            self._learn_model = model_wrap(self._learn_model, 'amp', device_type=self._device.type, dtype=amp)
         self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
         if isinstance(self._heads, RewardVector):
@@ -150,6 +156,8 @@ class SACPolicy(Policy):
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
         self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
                                         update_kwargs={'theta': learn.target_theta}) if self.target_network else None
+        if amp is not None and self._target_model is not None:
+            self._target_model = model_wrap(self._target_model, 'amp', device_type=self._device.type, dtype=amp)
         # live views of the online critic: the target follows only what it is used for
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
         self._actor_frozen = list(self._model.critic.parameters())  # constants in the actor's loss
@@ -296,10 +304,10 @@ class SACPolicy(Policy):
         """``fn(*args)``: one seed's computation (``SeedAxis`` maps it over the seed axis)."""
         return fn(*args)
 
-    @staticmethod
-    def _optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
-        """One step of ``optimizer`` on ``loss``; the gradients' total 2-norm (per seed under ``SeedAxis``)."""
-        return optimizer_step(optimizer, loss)
+    def _optimizer_step(self, optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
+        """One step of ``optimizer`` on ``loss`` (through the fp16 gradient scaler with ``learn.amp='fp16'``); the
+        gradients' total 2-norm (per seed under ``SeedAxis``)."""
+        return optimizer_step(optimizer, loss, scaler=self._grad_scaler)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(loss, td [E, B], q [E, B], target_q [B])``: the importance-weighted squared ``_critic_td``."""

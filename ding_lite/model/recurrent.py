@@ -75,6 +75,10 @@ class RecurrentEncoder(nn.Module):
         return torch.cat(parts, -1) if len(parts) > 1 else obs
 
     def _run(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        with torch.autocast(x.device.type, enabled=False):  # learn.amp: oneDNN's LSTM has no bf16/fp16 kernels
+            return self._run_float32(x.float(), state.float())
+
+    def _run_float32(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
         layers = state.reshape(state.shape[0], -1, self.num_layers, self.hidden_size).permute(1, 2, 0, 3).contiguous()
         if self.kind == 'lstm':  # [2 (h, c), layers, B, H] from the state row's [B, 2 * layers * H]
             features, (h, c) = self.rnn(x, (layers[0], layers[1]))

@@ -272,3 +272,31 @@ class TanhReparamSampleWrapper(ReparamSampleWrapper):
     """Action ``tanh(mu + sigma * N(0, 1))`` in [-1, 1] (SAC's exploration action)."""
 
     squash = True
+
+
+def _low_to_float32(output: Any) -> Any:
+    """``output`` with its bf16/fp16 tensors (nested in dicts, lists, tuples) as float32."""
+    if isinstance(output, Tensor):
+        return output.float() if output.dtype in (torch.bfloat16, torch.float16) else output
+    if isinstance(output, dict):
+        return {key: _low_to_float32(value) for key, value in output.items()}
+    if isinstance(output, tuple) and hasattr(output, '_fields'):  # a NamedTuple (Memory)
+        return type(output)(*(_low_to_float32(value) for value in output))
+    if isinstance(output, (list, tuple)):
+        return type(output)(_low_to_float32(value) for value in output)
+    return output
+
+
+@WRAPPER_REGISTRY.register('amp')
+class AmpWrapper(ModelWrapper):
+    """Mixed precision (ALF's ``enable_amp``): the model's forward under ``torch.autocast`` in ``dtype`` (its matrix
+    products in bf16 or fp16), its outputs back in float32, so that the losses built from them are float32."""
+
+    def __init__(self, model: Any, device_type: str, dtype: torch.dtype) -> None:
+        super().__init__(model)
+        self._device_type, self._dtype = device_type, dtype
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        with torch.autocast(self._device_type, dtype=self._dtype, cache_enabled=False):  # no cache: graph-safe
+            output = self._model.forward(*args, **kwargs)
+        return _low_to_float32(output)

@@ -44,7 +44,8 @@ class FusedAdam(torch.optim.Adam):
     load_state_dict = _undecorated('load_state_dict')
 
     def step(self, closure: Any = None) -> Any:
-        groups = self._fast_groups() if closure is None else None
+        scaled = getattr(self, 'found_inf', None) is not None  # a GradScaler's step (fp16): Adam.step honours it
+        groups = self._fast_groups() if closure is None and not scaled else None
         if groups is None:
             return super().step(closure)
         for params, exp_avgs, exp_avg_sqs, steps, group in groups:
@@ -89,19 +90,29 @@ class FusedAdam(torch.optim.Adam):
         return groups
 
 
-def optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False) -> Tensor:
+def optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor, seed_axis: bool = False,
+                   scaler: torch.amp.GradScaler | None = None) -> Tensor:
     """One step of ``optimizer`` on ``loss``; returns the gradients' total 2-norm (a tensor: no host sync). With
     ``seed_axis``, ``loss`` is ``[S]`` over parameters stacked on a leading seed axis: each seed's gradient comes
-    from its own loss, and the norms are per seed ``[S]``."""
+    from its own loss, and the norms are per seed ``[S]``. With a gradient ``scaler`` (fp16), the loss is scaled
+    for the backward pass and the gradients unscaled before the norm; a step with inf/NaN gradients is skipped, and
+    its norm given as 0."""
     optimizer.zero_grad(set_to_none=True)
-    (loss.sum() if seed_axis else loss).backward()
+    loss = loss.sum() if seed_axis else loss
+    (loss if scaler is None else scaler.scale(loss)).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
     grads = [p.grad for group in optimizer.param_groups for p in group['params'] if p.grad is not None]
     if seed_axis:
         norm = torch.linalg.vector_norm(torch.cat([g.reshape(len(g), -1) for g in grads], 1), dim=1)
     else:
         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))) if grads else loss.new_zeros(())
-    optimizer.step()
-    return norm
+    if scaler is None:
+        optimizer.step()
+        return norm
+    scaler.step(optimizer)
+    scaler.update()
+    return torch.nan_to_num(norm, nan=0.0, posinf=0.0)  # a step the scaler skipped (its scale still settling): 0
 
 
 __all__ = ['make_adam', 'load_optimizer', 'optimizer_step', 'FusedAdam']

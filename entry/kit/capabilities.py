@@ -16,6 +16,7 @@ _ONE_BY_ONE = {
     'reward_model_schedule': _NOT_STACKED.format("reward models are"),
     'cloning': _NOT_STACKED.format("demonstrations are"),
     'reward_vector': _NOT_STACKED.format("reward heads are"),
+    'amp_fp16': "fp16's gradient scaler is one row's",
 }
 
 SERIAL = Pipeline('serial', '-m serial', _ALL - {'data_path'}, refuses={'data_path': _DATA_PATH})
@@ -34,7 +35,8 @@ TUNE = Pipeline(
 OFFLINE = Pipeline(
     'offline', '-m offline',
     frozenset({'norm_obs', 'norm_reward', 'reward_clip', 'reward_signals', 'gail', 'cloning', 'priority',
-               'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents'}),
+               'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents', 'amp',
+               'amp_fp16'}),
     refuses={'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
                     "set her=None",
              'recurrent': "the file's transitions are learnt from one by one, not as sequences yet; train a "

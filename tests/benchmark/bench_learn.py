@@ -1,6 +1,7 @@
 """SAC-family learn-step throughput: ``learn_mode.forward`` against a bare PyTorch update of the same math.
 
-Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]``.
+Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]
+[--amp bf16|fp16]``. ``--amp`` adds the eager step with ``learn.amp`` set (and on CUDA with bf16, the graphed one).
 ``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences;
 ``rnd``/``curiosity``/``gail``: SAC with that reward signal beside the env's; ``bc``: with behavioural cloning) times
 that variant's step against SAC's instead, interleaved in the same process, at the MuJoCo and Pendulum sizes (its
@@ -64,7 +65,8 @@ def _rate(fn, seconds: float, device: str) -> float:
     return n / (time.perf_counter() - start)
 
 
-def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: bool = True) -> dict[str, float]:
+def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: bool = True,
+        amp: str | None = None) -> dict[str, float]:
     """Per case, interleaved rounds of the eager step, the compiled step (``learn.compile``), on CUDA the graphed
     step (``learn.cuda_graph``), and the bare update; the median of each round's ratio to the bare update."""
     results = {}
@@ -81,6 +83,10 @@ def run(seconds: float = 1.0, rounds: int = 9, device: str = 'cpu', compile: boo
             steps['compiled'] = _policy(kind, *sizes, device, compile=True).learn_mode.forward
         if cuda:
             steps['cuda graph'] = _policy(kind, *sizes, device, cuda_graph=True).learn_mode.forward
+        if amp:
+            steps[f'{amp}'] = _policy(kind, *sizes, device, amp=amp).learn_mode.forward
+            if cuda and amp == 'bf16':
+                steps['cuda graph bf16'] = _policy(kind, *sizes, device, cuda_graph=True, amp=amp).learn_mode.forward
         bare = (BareDiscreteSAC if discrete else BareSAC)(obs, act, hidden, 1e-3, 1e-3, 3e-4, device=device)
 
         def bare_step() -> None:
@@ -202,6 +208,7 @@ if __name__ == '__main__':
     parser.add_argument('--threads', type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument('--policy', default=None, help="a SAC-family variant to time against SAC's step (e.g. tqc; "
                         "lstm or gru: SAC on a recurrent model's sequences)")
+    parser.add_argument('--amp', choices=['bf16', 'fp16'], default=None, help='also time the step with learn.amp')
     args = parser.parse_args()
     if args.device.startswith('cuda') and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: this machine has no CUDA device")
@@ -210,4 +217,4 @@ if __name__ == '__main__':
     if args.policy:
         run_variant(args.policy, device=args.device)
     else:
-        run(device=args.device, compile=not args.no_compile)
+        run(device=args.device, compile=not args.no_compile, amp=args.amp)

@@ -22,7 +22,8 @@ from tests.conftest import ROOT, TINY_PENDULUM, untrained_checkpoint
 ITERATIONS = 6
 # the features that need an env of their own: goals for hindsight replay, a reward vector for its heads
 ENV_OF = {'her': 'goal', 'reward_vector': 'split'}
-IMPLIES = {'gail': 'reward_signals', 'reward_model_schedule': 'reward_signals', 'priority_IS_weight': 'priority'}
+IMPLIES = {'gail': 'reward_signals', 'reward_model_schedule': 'reward_signals', 'priority_IS_weight': 'priority',
+           'amp_fp16': 'amp'}
 ENVS = {'pendulum': dict(type='pendulum', env_id='Pendulum-v1', obs=3, act=1, reward=()),
         'split': dict(type='pendulum_split', env_id='PendulumSplit-v1', obs=3, act=1, reward=(3,)),
         'goal': dict(type='point_goal', env_id='PointGoal-v0', obs=6, act=2, reward=()),
@@ -80,6 +81,8 @@ def _overrides(feature: str, files: SimpleNamespace) -> dict:
             'priority_IS_weight': {'policy.priority': True, 'policy.priority_IS_weight': True},
             'overlap': {'policy.collect.overlap': True},
             'cuda_graph': {'policy.learn.cuda_graph': True},
+            'amp': {'policy.learn.amp': 'bf16'},
+            'amp_fp16': {'policy.learn.amp': 'fp16'},
             'load_before_run': {'policy.learn.learner.hook.load_ckpt_before_run': f'actor@{files.ckpt}'},
             'offline_buffer': {'policy.other.offline_buffer.path': files.demo},
             'data_path': {'policy.learn.data_path': files.buffer},

@@ -170,3 +170,20 @@ def test_reward_norm_scales_by_the_running_returns_spread_by_hand(tiny_pendulum)
         evaluator_before = norm.count.clone()
         run.evaluator.run_episodes()
         assert torch.equal(norm.count, evaluator_before)              # frozen in evaluation
+
+
+def test_a_bf16_run_through_the_cli_trains_and_resumes(tmp_path):
+    import pprint
+    import subprocess
+    from tests.conftest import TINY_CREATE, TINY_PENDULUM
+    path = tmp_path / 'cfg.py'
+    main = dict(TINY_PENDULUM, exp_name=str(tmp_path / 'run'))
+    path.write_text(f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(TINY_CREATE)}\n")
+    command = ['ding_lite', '-m', 'serial', '-c', str(path), '-s', '0', '--set', 'policy.learn.amp=bf16']
+    ran = subprocess.run(command + ['--max-env-step', '120'], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    resumed = subprocess.run(command + ['--resume', '--max-env-step', '200'], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    log = open(tmp_path / 'run' / 'log' / 'learner.txt').read()
+    assert 'critic_loss' in log and 'nan' not in log.lower() and 'envstep 200' in log
