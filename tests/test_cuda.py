@@ -180,6 +180,20 @@ def test_cuda_graph_update_matches_eager(monkeypatch):
     assert not graphed._update.eager and len(graphed._update._graphs) == 1
 
 
+def test_a_bf16_update_graphs_as_the_eager_bf16_one_and_fp16_steps_through_its_scaler(monkeypatch):
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    graphed, eager = _cuda_policy(cuda_graph=True, amp='bf16'), _cuda_policy(amp='bf16')
+    _assert_same_steps(graphed, eager, range(8))
+    assert not graphed._update.eager
+    full = _cuda_policy()
+    low, expected = eager.learn_mode.forward(_cuda_batch(9)), full.learn_mode.forward(_cuda_batch(9))
+    assert low['critic_loss'].item() != expected['critic_loss'].item()  # bf16 really ran (and stays near)
+    fp16 = _cuda_policy(amp='fp16')
+    for seed in range(20):  # the scaler's scale settles within these: later steps step
+        stats = fp16.learn_mode.forward(_cuda_batch(seed))
+    assert torch.isfinite(stats['critic_loss']) and stats['grad_norm_critic'].item() > 0
+
+
 def test_cuda_graph_replays_without_a_host_sync_and_captures_again_after_a_load(monkeypatch):
     monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
     graphed = _cuda_policy(cuda_graph=True)

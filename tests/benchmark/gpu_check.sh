@@ -29,4 +29,4 @@ step 150 "ten seeds on one GPU, graphed" python3 -m tests.benchmark.bench_seeds 
     --halfcheetah 13000 --device cuda --cuda-graph --updates 200
 step 45 "host syncs of the overlapped graphed loop" python3 -m tests.benchmark.bench_e2e --device cuda --syncs \
     --steps 500 --warmup 1000
-step 45 "learn step" python3 -m tests.benchmark.bench_learn --device cuda --no-compile
+step 60 "learn step (and bf16)" python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16
