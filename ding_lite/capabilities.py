@@ -41,6 +41,11 @@ def _many_agents(cfg: Any) -> bool:
     return env_type in ENV_REGISTRY and bool(getattr(ENV_REGISTRY.get(env_type), 'multi_agent', False))
 
 
+def _has_lessons(cfg: Any) -> bool:
+    spec = cfg.env.get('environment_parameters') or {}
+    return isinstance(spec, dict) and any(isinstance(v, dict) and 'curriculum' in v for v in spec.values())
+
+
 FEATURES: dict[str, Feature] = {
     'norm_obs': Feature('env.norm_obs.use_norm', 'observation normalisation', _env_flag('norm_obs')),
     'norm_reward': Feature('env.norm_reward.use_norm', 'reward normalisation', _env_flag('norm_reward')),
@@ -78,6 +83,9 @@ FEATURES: dict[str, Feature] = {
                               lambda cfg: bool(_policy('other', 'offline_buffer', 'path')(cfg))),
     'data_path': Feature('policy.learn.data_path', 'a file as the only data', lambda cfg: bool(
         _policy('learn', 'data_path')(cfg))),
+    'environment_parameters': Feature('env.environment_parameters', "environment parameters (constants, samplers)",
+                                      lambda cfg: bool(cfg.env.get('environment_parameters'))),
+    'curriculum': Feature('env.environment_parameters', 'a curriculum of lessons', _has_lessons),
     'agents': Feature('env.type', "many agents (a multi-agent env such as 'pettingzoo': a slot per agent)",
                       _many_agents),
 }
@@ -102,6 +110,10 @@ CONFLICTS: dict[frozenset[str], str] = {
                                           "cuda_graph=False",
     frozenset({'amp_fp16', 'cuda_graph'}): "fp16's gradient scaler reads back to the host every step, which a "
                                            "CUDA graph cannot replay: use amp='bf16' (no scaler) or cuda_graph=False",
+    frozenset({'curriculum', 'overlap'}): "an overlapped collector's envs step in a process of their own, whose lessons "
+                                          "the evaluator would not see; set policy.collect.overlap=False",
+    frozenset({'agents', 'environment_parameters'}): "a multi-agent env takes no environment parameters yet; leave "
+                                                     "env.environment_parameters unset",
     frozenset({'gail', 'norm_obs'}): "the discriminator would compare normalised agent observations with raw "
                                      "demonstrations; set env.norm_obs.use_norm=False, or use another signal",
     frozenset({'her', 'reward_clip'}): "relabelled rewards come from the env's compute_reward after the clip; leave "

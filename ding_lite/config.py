@@ -25,6 +25,7 @@ from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARN
     POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
     did_you_mean, import_names, module_folder
 from .utils.checkpoint import atomic_write_text
+from .utils.curriculum import parse_environment_parameters
 from .utils.default_config import ConfigError, ConfigWarning, LazyDocs, class_default_config, config_docs, \
     deep_merge, docs_of
 from .utils.device import resolve_device
@@ -502,6 +503,10 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     check_env_id(env.get('env_id'))
     reward_clip_bounds(env.get('reward_clip'))
     info_stats_spec(env.get('info_stats'))
+    parse_environment_parameters(env.get('environment_parameters'))
+    if env.get('environment_parameters_via', 'make') not in ('make', 'reset'):
+        raise ConfigError(f"env.environment_parameters_via must be 'make' (gymnasium.make keywords) or 'reset' "
+                          f"(reset options), got {env.environment_parameters_via!r}")
     env.type = env_type
     env.manager = EasyDict(env.get('manager') or {}, type=manager_type)
     return env

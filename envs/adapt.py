@@ -199,6 +199,9 @@ class AdaptedEnv(BaseEnv):
         if hasattr(self.env, 'load_state_dict'):
             self.env.load_state_dict(state)
 
+    def set_parameters(self, values: dict[str, Any], via: str = 'make') -> None:
+        self.env.set_parameters(values, via)
+
     def __getattr__(self, name: str) -> Any:  # env_id, enable_save_replay, a user's own methods
         if name == 'env':
             raise AttributeError(name)

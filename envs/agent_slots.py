@@ -50,6 +50,14 @@ class AgentSlots:
     def info_stats(self, stats: Any) -> None:
         self.manager.info_stats = stats
 
+    @property
+    def parameters(self) -> Any:
+        return self.manager.parameters
+
+    @parameters.setter
+    def parameters(self, parameters: Any) -> None:
+        self.manager.parameters = parameters
+
     def launch(self, reset_param: dict | None = None) -> None:
         self.manager.launch(reset_param)
 

@@ -55,6 +55,8 @@ class BaseEnv(abc.ABC):
         reward_clip=None,           # training rewards clipped to [-c, c] (a number) or [low, high]; None: as they are
         info_metrics=[],            # numeric info keys logged per episode (last step's value); is_success always is
         info_stats={},              # {info key: 'average' | 'sum' | 'most_recent'}: read at every step, per log
+        environment_parameters={},  # ML-Agents': {name: constant | sampler | {curriculum: [lessons]}} per episode
+        environment_parameters_via='make',  # how they reach the env: 'make' keywords or 'reset' options
     )
 
     @classmethod
@@ -94,6 +96,13 @@ class BaseEnv(abc.ABC):
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what ``state_dict`` returned."""
+
+    def set_parameters(self, values: dict[str, Any], via: str = 'make') -> None:
+        """The next episode's ``env.environment_parameters``: ``via='make'`` as constructor keywords, ``'reset'``
+        as the reset's options. Envs that take none refuse them by name."""
+        raise ValueError(f"env.environment_parameters {sorted(values)}: env type {type(self).__name__} takes no "
+                         f"environment parameters (a gymnasium env takes them as gymnasium.make keywords or reset "
+                         f"options)")
 
     @property
     @abc.abstractmethod

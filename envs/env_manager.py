@@ -17,6 +17,7 @@ from ding_lite.utils.default_config import class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 
 if TYPE_CHECKING:
+    from ding_lite.utils.curriculum import EpisodeParameters
     from ding_lite.worker.episode_metrics import InfoStats
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class BaseEnvManager:
     asynchronous = False  # step returns exactly the envs it was given (an async manager: others that finished)
     info_metrics: list[str] = []  # info keys collectors and evaluators keep per episode (the run's env.info_metrics)
     info_stats: InfoStats | None = None  # every step's info values aggregated per log (the run's env.info_stats)
+    parameters: EpisodeParameters | None = None  # each episode's env.environment_parameters (ML-Agents')
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -58,6 +60,7 @@ class BaseEnvManager:
         self._episode_count = [0] * self.env_num
         self._actions: list[list[Any]] = [[] for _ in range(self.env_num)]  # since each env's reset (resume)
         self._reset_state: list[dict] = [{} for _ in range(self.env_num)]   # each env's state before that reset
+        self._episode_values: list[dict | None] = [None] * self.env_num  # its episode's environment parameters
 
     # ---- primitives: where the envs live (overridden by SubprocessEnvManager) ----
     def _env_create(self) -> None:
@@ -76,6 +79,9 @@ class BaseEnvManager:
     def _env_load_state(self, env_id: int, state: dict) -> None:
         if state and hasattr(self._envs[env_id], 'load_state_dict'):
             self._envs[env_id].load_state_dict(state)
+
+    def _env_set_parameters(self, env_id: int, values: dict) -> None:
+        self._envs[env_id].set_parameters(values, self.parameters.via)
 
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         return {env_id: self._envs[env_id].step(action) for env_id, action in actions.items()}
@@ -129,20 +135,28 @@ class BaseEnvManager:
             return self.launch(reset_param)
         if self._seeds is not None and self._dynamic_seed:  # restart the sequence (static seeds: per episode)
             self.seed(self._seeds, self._dynamic_seed)
+        if self.parameters is not None and not self._dynamic_seed:  # an evaluation's: the same draws each time
+            self.parameters.restart()
         self._episode_count = [0] * self.env_num
         self._ready_obs = {i: self._reset_env(i) for i in range(self.env_num)}
 
     def _reset_env(self, env_id: int) -> Any:
+        values = self.parameters.draw() if self.parameters is not None else None
         for attempt in range(self._cfg.max_retry + 1):
             try:
                 if self._seeds is not None and (attempt or not self._dynamic_seed):
                     self._env_seed(env_id, self._episode_seed(env_id), self._dynamic_seed)
+                if values is not None:
+                    self._env_set_parameters(env_id, values)
                 obs, self._reset_state[env_id] = self._env_reset(env_id)
+                self._episode_values[env_id] = values
                 self._actions[env_id] = []
                 return obs
             except Exception as error:  # an env may fail for any reason; rebuild it and retry
                 if attempt == self._cfg.max_retry:
-                    raise RuntimeError(f"env {env_id} failed to reset after {attempt + 1} tries "
+                    given = '' if values is None else \
+                        f" with env.environment_parameters {values} (via {self.parameters.via!r})"
+                    raise RuntimeError(f"env {env_id} failed to reset{given} after {attempt + 1} tries "
                                        f"(max_retry={self._cfg.max_retry}); last error: {error}") from error
                 logger.warning(f"env {env_id} failed to reset ({error}); re-creating it")
                 self._env_recreate(env_id)
@@ -237,9 +251,10 @@ class BaseEnvManager:
         for env_id, obs in self._ready_obs.items():
             actions = [torch.as_tensor(np.asarray(a)) for a in self._actions[env_id]]
             envs[env_id] = {'reset_state': to_safe(self._reset_state[env_id]), 'obs': to_safe(obs),
+                            'parameters': self._episode_values[env_id],
                             'actions': torch.stack(actions) if actions else None}
         return {'seeds': self._seeds, 'dynamic_seed': self._dynamic_seed, 'episode_count': list(self._episode_count),
-                'envs': envs}
+                'envs': envs, **({'environment_parameters': self.parameters.state_dict()} if self.parameters else {})}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue where ``state_dict`` was taken: reset each env from its saved state and replay its actions."""
@@ -248,8 +263,13 @@ class BaseEnvManager:
         self._seeds, self._dynamic_seed = state['seeds'], state['dynamic_seed']
         self._episode_count = list(state['episode_count'])
         envs = {int(k): v for k, v in state['envs'].items()}
+        if self.parameters is not None and 'environment_parameters' in state:
+            self.parameters.load_state_dict(state['environment_parameters'])
         self._ready_obs = {}
         for env_id, env_state in envs.items():
+            if env_state.get('parameters') is not None:  # the episode's env, made as it was
+                self._env_set_parameters(env_id, env_state['parameters'])
+                self._episode_values[env_id] = env_state['parameters']
             self._env_load_state(env_id, env_state['reset_state'])
             self._ready_obs[env_id], self._reset_state[env_id] = self._env_reset(env_id)
             self._actions[env_id] = []

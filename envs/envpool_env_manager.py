@@ -353,9 +353,9 @@ def _gymnasium_spec(env_fn: Callable[[], BaseEnv]) -> tuple[type, EasyDict, str,
         if (cfg.get(key) or off) != off:
             raise ConfigError(f"env.{key} runs gymnasium wrappers, which EnvPool cannot run; use the 'base' or "
                               f"'subprocess' env manager")
-    for key in ('info_metrics', 'info_stats'):
+    for key in ('info_metrics', 'info_stats', 'environment_parameters'):
         if cfg.get(key):
-            raise ConfigError(f"env.{key}={cfg[key]!r} reads the envs' info dicts, which EnvPool does not hand on; "
-                              f"use the 'base' or 'subprocess' env manager")
+            raise ConfigError(f"env.{key}={cfg[key]!r} needs the envs' info dicts or make keywords, which EnvPool "
+                              f"does not offer; use the 'base' or 'subprocess' env manager")
     env_id, kwargs = cls.resolve_id(cfg)
     return cls, cfg, env_id, kwargs

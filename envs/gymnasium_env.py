@@ -115,6 +115,18 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         key = (space.low.tobytes(), space.high.tobytes(), space.dtype) if self._scale else None
         self._action_key = _ACTION_KEYS.setdefault(key, key)  # one object per key: step_many compares by identity
         self._episode_return, self._episode_steps = 0.0, 0
+        self._made_with: dict[str, Any] = {}  # the environment parameters given to gymnasium.make
+        self._reset_options: dict[str, Any] | None = None  # those given to reset
+
+    def set_parameters(self, values: dict[str, Any], via: str = 'make') -> None:
+        """The next episode's environment parameters: ``gymnasium.make`` keywords (the env made again where they
+        changed) or ``reset(options=...)``."""
+        if via == 'reset':
+            self._reset_options = dict(values)
+        elif values != self._made_with:
+            self._env.close()
+            self._env = self._make(**values)
+            self._made_with = dict(values)
 
     def _make(self, **kwargs: Any) -> gym.Env:
         """The gymnasium env of this config (``kwargs`` added to ``gymnasium.make``'s) inside the config's wrappers,
@@ -159,7 +171,7 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         return env_id, kwargs
 
     def reset(self) -> np.ndarray:
-        obs, _ = self._env.reset(seed=self._episode_seed())
+        obs, _ = self._env.reset(seed=self._episode_seed(), options=self._reset_options)
         self._episode_return, self._episode_steps = 0.0, 0
         return self._obs(obs)
 

@@ -72,6 +72,8 @@ def _worker(env_fn: Callable[[], BaseEnv], conn: Connection, parent_conn: Connec
                     result = (put(env.reset()), state)
                 elif command == 'seed':
                     result = env.seed(*arg)
+                elif command == 'set_parameters':
+                    result = env.set_parameters(*arg)
                 elif command == 'load_state':
                     result = env.load_state_dict(arg) if hasattr(env, 'load_state_dict') else None
                 elif command == 'close':
@@ -247,6 +249,9 @@ class SubprocessEnvManager(BaseEnvManager):
     def _env_load_state(self, env_id: int, state: dict) -> None:
         if state:
             self._call(env_id, 'load_state', state)
+
+    def _env_set_parameters(self, env_id: int, values: dict) -> None:
+        self._call(env_id, 'set_parameters', (values, self.parameters.via))
 
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         # numpy, not tensors, through the pipe: pickling a tensor moves it into shared memory (milliseconds)

@@ -238,6 +238,9 @@ class _SerialCollector:
             self._episode_info.append(episode)
             self.finished_episodes.append(episode)
             self.total_episode += 1
+            parameters = getattr(self._env, 'parameters', None)
+            if parameters is not None:  # (a reward-measured lesson counts training episodes, as ML-Agents')
+                parameters.curriculum.episode_returns([episode['return']])
         self._end_episode(env_id, keep_traj=True)
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
@@ -252,12 +255,36 @@ class _SerialCollector:
         self._policy.reset([env_id])
 
     def _maybe_log(self, train_iter: int) -> None:
+        """After each collect call: the lessons moved on where due, and the log line every collect_print_freq."""
+        self._advance_lessons()
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
             return
         self._last_print_iter = train_iter
+        self._write_lessons()
         self.write_log(self._episode_info, train_iter, self.envstep, self.env_restarts, self.pop_entropy(),
                        self.nonfinite_dropped, self.pop_info_stats())
         self._episode_info = []
+
+    def _advance_lessons(self) -> None:
+        """Move ``env.environment_parameters``' lessons whose completion criteria are met (each env gets the new
+        value at its next episode); log each move and every parameter's lesson."""
+        parameters = getattr(self._env, 'parameters', None)
+        if parameters is None or not parameters.curriculum.has_lessons:
+            return
+        moves = parameters.curriculum.advance(self.envstep)
+        for name, lesson, index in moves:
+            value = lesson.value if not hasattr(lesson.value, 'kind') else f"a {lesson.value.kind} sampler"
+            self.logger.info(f"curriculum: {name} moves to lesson {index} {lesson.name!r} ({value}) at env step "
+                             f"{self.envstep}")
+        if moves:
+            self._write_lessons()
+
+    def _write_lessons(self) -> None:
+        """Every parameter's lesson as ``curriculum/<name>/lesson`` (at each move and each log line)."""
+        parameters = getattr(self._env, 'parameters', None)
+        if parameters is not None and parameters.curriculum.has_lessons:
+            write_scalars(self._tb_logger, 'curriculum', {f'{name}/lesson': index for name, index in
+                                                          parameters.curriculum.lesson.items()}, self.envstep)
 
     def write_log(self, *args: Any) -> None:
         """``log_episodes`` to this collector's tensorboard and text log (its arguments after the two loggers)."""

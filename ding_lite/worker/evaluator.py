@@ -258,7 +258,9 @@ class InteractionSerialEvaluator:
             self.best_return = info['return_mean']
             if save_ckpt_fn is not None:
                 save_ckpt_fn('ckpt_best.pth.tar')
-        stop = info['return_mean'] >= self.stop_value
+        parameters = getattr(self._env, 'parameters', None)
+        # an easier lesson's return does not stop a run: the stop value counts from the last lessons on
+        stop = info['return_mean'] >= self.stop_value and (parameters is None or parameters.curriculum.finished)
         why = f"reached stop value {self.stop_value}" if stop else \
             self.stop_rule(train_iter, envstep, info) if self.stop_rule is not None else None
         self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info) + (f" | {why}" if why else ''))
@@ -320,6 +322,9 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
                 evaluator._advance(dict(zip(ready[k][0], actions[k])))
     for evaluator in evaluators:
         evaluator.info_stats = evaluator._pop_info_stats()
+        parameters = getattr(evaluator._env, 'parameters', None)
+        if parameters is not None:  # a lesson measured on evaluations (completion_criteria.source='evaluator')
+            parameters.curriculum.episode_returns(evaluator._returns, 'evaluator')
     return [evaluator._returns for evaluator in evaluators]
 
 

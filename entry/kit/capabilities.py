@@ -36,7 +36,7 @@ OFFLINE = Pipeline(
     'offline', '-m offline',
     frozenset({'norm_obs', 'norm_reward', 'reward_clip', 'reward_signals', 'gail', 'cloning', 'priority',
                'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents', 'amp',
-               'amp_fp16'}),
+               'amp_fp16', 'environment_parameters'}),
     refuses={'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
                     "set her=None",
              'recurrent': "the file's transitions are learnt from one by one, not as sequences yet; train a "
@@ -45,7 +45,9 @@ OFFLINE = Pipeline(
              'offline_buffer': "learn.data_path is the data; a second file to mix in is not read offline: merge the "
                                "files, or leave other.offline_buffer.path None",
              'reward_model_schedule': "the schedule counts env steps, and offline training takes none: leave it "
-                                      "None (the reward models step with each learn step)"})
+                                      "None (the reward models step with each learn step)",
+             'curriculum': "lessons move on the episodes a run collects, and offline training collects none; give "
+                           "the evaluation's envs one value (a constant or a sampler)"})
 
 SQIL = Pipeline(
     'sqil', '-m serial_sqil',
@@ -70,7 +72,7 @@ SQIL = Pipeline(
 
 PARALLEL = Pipeline(
     'parallel', '-m parallel',
-    _ALL - {'her', 'reward_model_schedule', 'reward_vector', 'norm_reward', 'overlap', 'data_path'},
+    _ALL - {'her', 'reward_model_schedule', 'reward_vector', 'norm_reward', 'overlap', 'data_path', 'curriculum'},
     refuses={'her': "the collector actors send no episode boundaries yet; run it with -m serial",
              'reward_model_schedule': "the learner trains the reward models on each learn step's batch; leave it "
                                       "None",
@@ -79,7 +81,9 @@ PARALLEL = Pipeline(
                             "env.norm_reward.use_norm=False",
              'overlap': "collection already runs in Ray actors beside the learner; leave policy.collect.overlap "
                         "False",
-             'data_path': _DATA_PATH})
+             'data_path': _DATA_PATH,
+             'curriculum': "each collector actor would move its own lessons; run a curriculum with -m serial (a "
+                           "constant or a sampler works here)"})
 
 PIPELINES = {p.name: p for p in (SERIAL, SEEDS, TUNE, OFFLINE, SQIL, PARALLEL)}
 # acting with a trained run (eval, collect_demo, load_policy, export): how it was trained was checked then

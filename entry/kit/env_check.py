@@ -14,6 +14,7 @@ from easydict import EasyDict
 from ding_lite.config import ConfigError, save_config
 from ding_lite.config_checks import agent_axis_error
 from ding_lite.data.collate import to_reward
+from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
 from envs.agent_slots import FirstAgent
@@ -127,6 +128,22 @@ def _same_shape(given: Any, env_obs: int | list[int] | dict) -> bool:
     return not (isinstance(given, (list, tuple)) and len(given) > 1) and _flat(given) == env_obs
 
 
+def _first_parameters(cfg: EasyDict, env: Any, name: str) -> None:
+    """The probe made with the first episode's ``env.environment_parameters``, as the run's envs are: a
+    ``ConfigError`` naming them where the env does not take them."""
+    spec = cfg.env.get('environment_parameters')
+    if not spec:
+        return
+    via = cfg.env.get('environment_parameters_via', 'make')
+    values = EpisodeParameters(Curriculum(spec), cfg.seed, via).draw()
+    try:
+        env.set_parameters(values, via)
+    except Exception as error:  # the env's own words, whatever it raises
+        how = 'gymnasium.make keywords' if via == 'make' else 'reset options'
+        raise ConfigError(f"env.environment_parameters {values} as {how} (environment_parameters_via={via!r}): env "
+                          f"{name} refused them: {type(error).__name__}: {error}") from error
+
+
 def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[Any] = ()) -> None:
     """Reset one env (a probe built as the run's envs are), run its observation through the collect and eval
     forwards, step it with the collect action, and check that ``buffers`` fit in memory: a ``ConfigError`` naming
@@ -138,6 +155,7 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
     name = env_name(env)
     try:
         env.seed(cfg.seed, dynamic_seed=False)
+        _first_parameters(cfg, env, name)
         obs = env.reset()
         _check_obs(obs, env.observation_space, name, 'reset')
         with torch.random.fork_rng(devices=[]):

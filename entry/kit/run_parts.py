@@ -18,6 +18,7 @@ from envs import create_env_manager
 from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
+from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
 from ding_lite.worker.episode_metrics import InfoStats
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
@@ -26,14 +27,17 @@ from policy_zoo import Policy, get_policy_cls
 def build_envs(cfg: EasyDict, env_setting: list | None = None, collect: bool = True) -> tuple[Any, Any]:
     """``(collector env manager or None, evaluator env manager)``, seeded as DI-engine does."""
     env_setting = vec_env_setting(cfg.env, env_setting)
-    evaluator_env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed)
-    collector_env = build_env_manager(cfg, env_setting, 'collector', cfg.seed) if collect else None
+    curriculum = Curriculum(cfg.env.get('environment_parameters'))  # one, whose lessons both managers' envs get
+    evaluator_env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed, curriculum)
+    collector_env = build_env_manager(cfg, env_setting, 'collector', cfg.seed, curriculum) if collect else None
     return collector_env, evaluator_env
 
 
-def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -> Any:
+def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int,
+                      curriculum: Curriculum | None = None) -> Any:
     """The ``'collector'`` (dynamic seeds from ``seed``) or ``'evaluator'`` (the same episodes each evaluation)
-    env manager of ``env_setting`` = ``(env_fn, collector env cfgs, evaluator env cfgs)``."""
+    env manager of ``env_setting`` = ``(env_fn, collector env cfgs, evaluator env cfgs)``; with
+    ``env.environment_parameters``, its episodes' values drawn from ``curriculum``'s lessons (a new one if None)."""
     env_fn, collector_cfgs, evaluator_cfgs = env_setting
     env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
     manager = create_env_manager(cfg.env.manager, [partial(adapted_env, env_fn, cfg=c) for c in env_cfgs])
@@ -42,6 +46,10 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int) -
     manager.seed(seed, dynamic_seed=which == 'collector')
     manager.info_metrics = list(cfg.env.get('info_metrics') or [])
     manager.info_stats = InfoStats(cfg.env.info_stats) if cfg.env.get('info_stats') else None
+    if cfg.env.get('environment_parameters'):  # the evaluator's draws a stream of their own
+        manager.parameters = EpisodeParameters(curriculum or Curriculum(cfg.env.environment_parameters),
+                                               seed + (0 if which == 'collector' else 1_000_003),
+                                               cfg.env.get('environment_parameters_via', 'make'))
     return manager
 
 

@@ -169,9 +169,17 @@ def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[in
                                                          offline.ratio)])
 
 
-def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int) -> int:
-    """The learner's before-run hooks, the env-step count carried over by a resumed run, the run's phase timer;
-    returns the iteration cap (``learner.train_iterations``, DI-engine's, caps it too)."""
+def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max_env_step: int = NO_LIMIT) -> int:
+    """The learner's before-run hooks, the env-step count carried over by a resumed run, the run's phase timer,
+    the curriculum's budget (``measure='progress'``); returns the iteration cap (``learner.train_iterations``,
+    DI-engine's, caps it too)."""
+    parameters = getattr(getattr(run, 'collector_env', None), 'parameters', None)
+    if parameters is not None:
+        needs = parameters.curriculum.needs_budget()
+        if needs and max_env_step >= NO_LIMIT:
+            raise ConfigError(f"env.environment_parameters {needs}: a lesson measured on progress is a fraction of "
+                              f"the run's budget; give one (--max-env-step N, or max_env_step=N)")
+        parameters.curriculum.budget = max_env_step
     run.learner.call_hook('before_run')
     run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)
     run.timer = PhaseTimer(run.collector.envstep, run.learner.train_iter)

@@ -152,7 +152,7 @@ def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | 
 def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, threads: CpuThreads) -> None:
     """Every seed's warm-up, then rounds of {evaluate, collect, push} per seed and one stacked learn round."""
     for run in runs:
-        run.max_train_iter = begin_run(run.cfg, run, max_train_iter)
+        run.max_train_iter = begin_run(run.cfg, run, max_train_iter, max_env_step)
         run.logged = run.learner.train_iter
     seeds = _Seeds(runs)
     with graceful_interrupt() as interrupted:

@@ -40,7 +40,7 @@ def train_serial(cfg: EasyDict, run: SimpleNamespace, sample: Callable[[int], Ba
     """Random warm-up, then {evaluate, collect, push, train} until a stop; then checkpoint and summarise. Ctrl-C
     (or SIGTERM) stops at the next learn step with a resume point, then raises ``KeyboardInterrupt``."""
     learner, collector = run.learner, run.collector
-    max_train_iter = begin_run(cfg, run, max_train_iter)
+    max_train_iter = begin_run(cfg, run, max_train_iter, max_env_step)
     # an overlapped run's collecting process counts as another process's load: reserving it a core made HalfCheetah's
     # 2-core run slower (85 against 107 env steps/s), since it is busy a fraction of the time
     with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:

@@ -23,7 +23,7 @@ ITERATIONS = 6
 # the features that need an env of their own: goals for hindsight replay, a reward vector for its heads
 ENV_OF = {'her': 'goal', 'reward_vector': 'split'}
 IMPLIES = {'gail': 'reward_signals', 'reward_model_schedule': 'reward_signals', 'priority_IS_weight': 'priority',
-           'amp_fp16': 'amp'}
+           'amp_fp16': 'amp', 'curriculum': 'environment_parameters'}
 ENVS = {'pendulum': dict(type='pendulum', env_id='Pendulum-v1', obs=3, act=1, reward=()),
         'split': dict(type='pendulum_split', env_id='PendulumSplit-v1', obs=3, act=1, reward=(3,)),
         'goal': dict(type='point_goal', env_id='PointGoal-v0', obs=6, act=2, reward=()),
@@ -86,6 +86,11 @@ def _overrides(feature: str, files: SimpleNamespace) -> dict:
             'load_before_run': {'policy.learn.learner.hook.load_ckpt_before_run': f'actor@{files.ckpt}'},
             'offline_buffer': {'policy.other.offline_buffer.path': files.demo},
             'data_path': {'policy.learn.data_path': files.buffer},
+            'environment_parameters': {'env.environment_parameters': {'x_init': 0.5},
+                                       'env.environment_parameters_via': 'reset'},
+            'curriculum': {'env.environment_parameters': {'x_init': {'curriculum': [
+                {'value': 0.5, 'completion_criteria': {'measure': 'reward', 'threshold': -1e9}}, {'value': 1.0}]}},
+                           'env.environment_parameters_via': 'reset'},
             'agents': {}}[feature]  # (the env: _config)
 
 
