@@ -8,6 +8,7 @@ from .envpool_env_manager import EnvPoolEnvManager
 from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 from .multi_reward import PendulumSplitEnv
 from .goal import PointGoalEnv
+from .hybrid import HybridSpace, PointModes  # (registers PointModes-v0)
 from .pomdp import PendulumPositionEnv
 from .pettingzoo_env import PettingZooEnv
 from .agent_slots import AgentSlots
@@ -16,4 +17,4 @@ from .mpe_env import MPESpreadEnv
 __all__ = ['BaseEnv', 'BaseEnvTimestep', 'BaseEnvBatchTimestep', 'GymnasiumEnv', 'PendulumEnv', 'PendulumPositionEnv',
            'PendulumSplitEnv', 'PointGoalEnv', 'CartPoleEnv', 'PettingZooEnv', 'AgentSlots', 'MPESpreadEnv',
            'LunarLanderEnv', 'BipedalWalkerEnv', 'MujocoEnv', 'BaseEnvManager', 'SubprocessEnvManager',
-           'EnvPoolEnvManager', 'create_env_manager', 'get_vec_env_setting']
+           'EnvPoolEnvManager', 'HybridSpace', 'PointModes', 'create_env_manager', 'get_vec_env_setting']

@@ -12,6 +12,7 @@ from easydict import EasyDict
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_REGISTRY
 from ding_lite.utils.default_config import ConfigError
+from .hybrid import HybridActions
 from .adapt import AdaptObservation, ObsAdapter, apply_wrappers
 from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 
@@ -107,7 +108,9 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         space = self._env.action_space
         self._box = isinstance(space, gym.spaces.Box)
         self._scale = bool(self._cfg.act_scale) and self._box
-        self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scale else space
+        self._hybrid = HybridActions.of(space)  # a Discrete and a Box: the policy acts in [choice, box...]
+        self._action_space = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32) if self._scale else \
+            self._hybrid.space if self._hybrid is not None else space
         # what _action needs on every step, read once (the space is a property through gymnasium's wrappers)
         self._act_dtype, self._act_shape = (space.dtype, space.shape) if self._box else (None, None)
         self._scaler = ActionScaler(space) if self._scale else None
@@ -238,6 +241,8 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         return reward
 
     def _action(self, action: Any) -> Any:
+        if self._hybrid is not None:
+            return self._hybrid.to_env(to_ndarray(action))
         if self._box:
             if type(action) is not np.ndarray or action.dtype is not self._act_dtype or \
                     action.shape != self._act_shape:
@@ -300,9 +305,10 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         return self._gym_id
 
     @property
-    def action_scaler(self) -> ActionScaler | None:
-        """How [-1, 1] actions become the env's own (None: the env takes the policy's actions as they are)."""
-        return self._scaler
+    def action_scaler(self) -> ActionScaler | HybridActions | None:
+        """How [-1, 1] actions (a batch) become the env's own (a hybrid env's: a list of its Tuples or Dicts; None:
+        the env takes the policy's actions as they are)."""
+        return self._hybrid if self._hybrid is not None else self._scaler
 
     def __repr__(self) -> str:
         return f"GymnasiumEnv({self._cfg.env_id!r})"

@@ -11,7 +11,8 @@ from .redq import DroQPolicy, REDQPolicy
 from .crossq import CrossQPolicy
 from .masac import DiscreteMASACPolicy, MASACPolicy
 from .cql import CQLPolicy, DiscreteCQLPolicy
+from .hybrid_sac import HybridSACPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
            'DroQPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy', 'DiscreteCQLPolicy',
-           'create_policy', 'get_policy_cls']
+           'HybridSACPolicy', 'create_policy', 'get_policy_cls']

@@ -187,6 +187,57 @@ class ContinuousQAC(_QAC):
         return {'q_value': self._q_out(q.squeeze(-1) if single else q)}  # [E, B(, n_quantiles or reward_heads)]
 
 
+class HybridActor(nn.Module):
+    """An actor body and two heads on its features: a tanh-Gaussian's ``(mu, sigma)`` and a choice's logits."""
+
+    def __init__(self, body: nn.Module, gaussian: nn.Module, choice: nn.Module) -> None:
+        super().__init__()
+        self.body, self.gaussian, self.choice = body, gaussian, choice
+
+    def forward(self, obs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        features = self.body(obs)
+        mu, sigma = self.gaussian(features)
+        return mu, sigma, self.choice(features)
+
+
+@MODEL_REGISTRY.register('hybrid_qac')
+class HybridQAC(ContinuousQAC):
+    """Hybrid actions (Delalleau et al. 2019): one actor giving a choice's logits ``[B, K]`` and a tanh-Gaussian over
+    the Box (shared by the choices), and critics ``(obs, box action) -> Q of every choice [E, B, K]``.
+
+    ``compute_actor`` returns ``{'logit': [mu, sigma], 'choice_logit'}``; ``compute_critic`` takes ``{'obs',
+    'action'}`` with the Box part of the action. ContinuousQAC's keys, plus ``choices`` (K); vector observations.
+    """
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        """ContinuousQAC's keys and ``choices``."""
+        return EasyDict({**ContinuousQAC.default_config(), 'choices': 2})
+
+    def __init__(
+            self,
+            obs_shape: int | list,                # observation size
+            action_shape: int | list,             # the Box part's size
+            choices: int = 2,                     # the Discrete part's size (read from the env)
+            **kwargs: Any,                        # ContinuousQAC's keys
+    ) -> None:
+        unsupported = {key: kwargs[key] for key in ('n_quantiles', 'reward_heads', 'rnn', 'value_network',
+                                                     'encoder_hidden_size_list', 'batch_renorm')
+                       if kwargs.get(key) not in (None, False, 1)}
+        if unsupported:
+            raise ValueError(f"model 'hybrid_qac' (hybrid actions) takes none of {sorted(unsupported)} yet")
+        if not (isinstance(choices, int) and choices >= 2):
+            raise ValueError(f"model.choices (the Discrete part's size) must be an int >= 2, got {choices!r}")
+        super().__init__(obs_shape, action_shape, **{**kwargs, 'n_quantiles': choices})  # a value per choice
+        self.choices = choices
+        body, gaussian = self.actor[:-1], self.actor[-1]
+        self.actor = HybridActor(body, gaussian, nn.Linear(gaussian.mu.in_features, choices))
+
+    def compute_actor(self, obs: Tensor) -> dict[str, Any]:
+        mu, sigma, choice_logit = self.actor(obs)
+        return {'logit': [mu, sigma], 'choice_logit': choice_logit}
+
+
 @MODEL_REGISTRY.register('discrete_qac')
 class DiscreteQAC(_QAC):
     """Softmax actor ``obs -> logit [B, A]`` and (twin) critics ``obs -> q [B, A]`` for every action.

@@ -274,6 +274,31 @@ class TanhReparamSampleWrapper(ReparamSampleWrapper):
     squash = True
 
 
+@WRAPPER_REGISTRY.register('hybrid_sample')
+class HybridSampleWrapper(ModelWrapper):
+    """Hybrid actions ``[choice, box...]``: the choice drawn from its logits, the box ``tanh(mu + sigma * N(0, 1))``
+    (``deterministic``: the likeliest choice and ``tanh(mu)``)."""
+
+    deterministic = False
+
+    def forward(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        output = self._model.forward(*args, **kwargs)
+        mu, sigma = output['logit']
+        logit = output['choice_logit']
+        if self.deterministic:
+            choice, box = logit.argmax(-1), torch.tanh(mu)
+        else:
+            choice = torch.multinomial(logit.softmax(-1), 1).squeeze(-1)
+            box = torch.tanh(mu + sigma * torch.randn_like(mu))
+        output['action'] = torch.cat([choice.unsqueeze(-1).to(box.dtype), box], -1)
+        return output
+
+
+@WRAPPER_REGISTRY.register('hybrid_deterministic_sample')
+class HybridDeterministicWrapper(HybridSampleWrapper):
+    deterministic = True
+
+
 def _low_to_float32(output: Any) -> Any:
     """``output`` with its bf16/fp16 tensors (nested in dicts, lists, tuples) as float32."""
     if isinstance(output, Tensor):

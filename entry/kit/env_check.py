@@ -17,9 +17,12 @@ from ding_lite.data.collate import to_reward
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
+from envs import get_vec_env_setting
 from envs.agent_slots import FirstAgent
+from envs.hybrid import HybridSpace
 from envs.from_gym import adapted_env
-from policy_zoo import Policy, get_policy_cls
+from policy_zoo import HybridSACPolicy, Policy, SACPolicy, get_policy_cls
+from ding_lite import capabilities
 
 logger = logging.getLogger(__name__)
 _OBS_KEYS = ('obs_shape', 'agent_obs_shape', 'global_obs_shape')  # DI-engine's names of the observation size
@@ -39,6 +42,11 @@ def model_obs_shape(space: gym.Space) -> int | list[int] | dict[str, int | list[
 def _action_size(policy_cfg: EasyDict, space: gym.Space, name: str) -> int:
     """The action size the model needs; ``ConfigError`` for a space the policy kind cannot act in."""
     kind = get_policy_cls(policy_cfg).action_space_type
+    if kind == 'hybrid' and isinstance(space, HybridSpace):
+        return space.box_size
+    if kind == 'hybrid':
+        raise ConfigError(f"policy {policy_cfg.type!r} acts in hybrid actions (a Tuple or Dict of a Discrete and a "
+                          f"Box), but env {name} has {space}: use policy 'sac' or 'discrete_sac'")
     other = {'continuous': "'discrete_sac' (Discrete actions)", 'discrete': "'sac' (Box actions)"}[kind]
     if kind == 'continuous' and isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
@@ -63,8 +71,9 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     name, model = env_name(env), cfg.policy.model
     if _agent_axis(cfg, env, name):
         return _fit_agents(cfg, env, name, save)
+    hybrid = isinstance(env.action_space, HybridSpace) and _hybrid_policy(cfg, env.action_space, name)
     env_obs, env_act = model_obs_shape(env.observation_space), _action_size(cfg.policy, env.action_space, name)
-    filled = False
+    filled = bool(hybrid)
     given = [key for key in _OBS_KEYS if model.get(key) is not None]
     for key in given:
         if not _same_shape(model[key], env_obs):
@@ -82,6 +91,44 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
         model.action_shape, filled = env_act, True
     if filled and save and os.path.isdir(cfg.exp_name):
         save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
+
+
+def acts_hybrid(cfg: EasyDict) -> bool:
+    """Whether the config's env acts in hybrid actions (a probe env made and closed), where its SAC runs as
+    ``'hybrid_sac'``."""
+    if get_policy_cls(cfg.policy) is not SACPolicy:
+        return False
+    env_fn, collector_cfgs, _ = get_vec_env_setting(cfg.env)
+    env = adapted_env(env_fn, cfg=collector_cfgs[0])
+    try:
+        return isinstance(env.action_space, HybridSpace)
+    finally:
+        env.close()
+
+
+def _hybrid_policy(cfg: EasyDict, space: HybridSpace, name: str) -> bool:
+    """A hybrid action space (a Discrete and a Box): ``policy.type='sac'`` runs as ``'hybrid_sac'`` (said once; its
+    own keys at their defaults), the model's ``choices`` read from the env; another policy type is refused. True
+    (the config changed)."""
+    policy = cfg.policy
+    if get_policy_cls(policy) is SACPolicy:
+        logger.info(f"env {name} acts in {space} (a Discrete and a Box): policy 'sac' runs as 'hybrid_sac'")
+        policy.type = 'hybrid_sac'
+        if (cfg.get('create_config') or {}).get('policy'):  # what total_config.py names, for resume and eval
+            cfg.create_config.policy.type = 'hybrid_sac'
+        hybrid = HybridSACPolicy.default_config()
+        policy.learn = EasyDict({**hybrid.learn, **policy.learn})
+        if policy.model.get('type') in (None, 'continuous_qac'):
+            policy.model.type = 'hybrid_qac'
+    if get_policy_cls(policy).action_space_type != 'hybrid':
+        raise ConfigError(f"policy {policy.type!r} cannot act in the hybrid actions of env {name} ({space}: a "
+                          f"Discrete and a Box): use policy 'sac' (which runs as 'hybrid_sac' there) or 'hybrid_sac'")
+    if policy.model.get('choices') not in (None, space.n):
+        raise ConfigError(f"policy.model.choices={policy.model.choices!r} does not match env {name}, whose Discrete "
+                          f"part has {space.n}: leave it out to read it from the env")
+    policy.model.choices = space.n
+    capabilities.check(cfg, HybridSACPolicy)
+    return True
 
 
 def _agent_axis(cfg: EasyDict, env: Any, name: str) -> bool:

@@ -37,7 +37,7 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
     else the reason it cannot."""
     if not issubclass(policy_cls, SACPolicy):
         return f"{policy_cls.__name__} is not on SACPolicy's hooks"
-    own = [name for name in ('_update', '_seedwise', '_optimizer_step', '_forward_learn')
+    own = [name for name in ('_update', '_seedwise', '_optimizer_step', '_forward_learn', '_actor_step')
            if getattr(policy_cls, name) not in (getattr(SACPolicy, name), getattr(SQILSACPolicy, name))]
     if own:
         return f"{policy_cls.__name__} defines its own {', '.join(own)}"

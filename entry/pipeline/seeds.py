@@ -18,16 +18,17 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.config import ConfigError, read_config
+from ding_lite.config import ConfigError, apply_overrides, read_config
 from ding_lite.data import ReplayBuffer
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
 from ding_lite.worker.collector import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
-from policy_zoo import Policy, get_policy_cls
+from policy_zoo import HybridSACPolicy, Policy, get_policy_cls
 from ..kit.config_input import compile_input, compile_run
 from ..kit.cpu_threads import CpuThreads, learner_threads
+from ..kit.env_check import acts_hybrid
 from ..kit.life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
 from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, show_eval, store_round, \
@@ -86,8 +87,9 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     if len(seeds) > 1:  # the console now; each seed's summary log once its folder exists (made by its own run)
         print(why, flush=True)
     policies = [pipeline(seed_input(input_cfg, seed), seed=seed, **kwargs) for seed in seeds]
-    for seed in seeds if len(seeds) > 1 else []:
-        build_logger(seed_input(input_cfg, seed)[0].exp_name, 'summary').info(why)
+    for seed in seeds if len(seeds) > 1 else []:  # (in the folder the seed's run wrote: --set exp_name counts)
+        main = seed_input(apply_overrides(*seed_input(input_cfg, seed), kwargs.get('overrides') or {}), seed)[0]
+        build_logger(main.exp_name, 'summary').info(why)
     return policies
 
 
@@ -95,7 +97,10 @@ def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] 
                     ) -> tuple[str | None, EasyDict]:
     """Why the seeds cannot stack (None where they can), and the first seed's config, compiled unsaved."""
     cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
-    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy), cfg
+    reason = why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
+    if reason is None and acts_hybrid(cfg):
+        reason = why_not_vectorised(HybridSACPolicy, cfg.policy)  # its SAC runs as hybrid SAC, which does not stack
+    return reason, cfg
 
 
 def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup: Setup,
