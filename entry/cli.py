@@ -18,6 +18,7 @@ MODES = {  # ding_lite -m MODE -c CONFIG ...
 }
 TOOLS = {  # ding_lite TOOL ...: commands beside the training modes
     'tune': "a hyperparameter search with Optuna, trials stacked as rows of one run (-c CONFIG --max-env-step N)",
+    'bench': "configs x seeds as benchmarks (-c CFG ... or --suite FILE): results.csv/.md with IQMs, curves",
     'plot': 'learning curves of runs from their evaluator.csv',
     'summary': "a table of runs' last evaluations: IQM, mean and median over seeds with bootstrap intervals",
     'list': 'the registered policies, models, envs, env managers, buffers and wrappers',
@@ -150,7 +151,23 @@ def build_tool_parser() -> argparse.ArgumentParser:
     tune.add_argument('--space', default=None, help='a .json or .py (space = {...}) search space')
     tune.add_argument('--pruner', default='median', choices=('median', 'none'))
     tune.add_argument('-s', '--seed', type=int, default=0, help="every trial's seed, and the sampler's")
-    for sub in (plot, summary, listing, config, zoo, capabilities, export, tune):
+    bench = tools.add_parser('bench', help=TOOLS['bench'],
+                             description="Each config's seeds train as one run (stacked where the policy stacks) in "
+                                         "OUT/<name>/<name>_seed<k>/; the same command again skips the finished "
+                                         "configs and resumes the unfinished from their resume points. Writes "
+                                         "OUT/results.csv and results.md (IQM of the final evaluations with its 95% "
+                                         "stratified-bootstrap interval, mean, median, env steps to the stop value, "
+                                         "wall time, env steps/s, reference scores) and curves.png, profile.png.")
+    bench.add_argument('-c', '--config', action='append', default=[], help='a config file (repeatable)')
+    bench.add_argument('--suite', default=None, help="a Python file: suite = [dict(config=..., max_env_step=..., "
+                                                      "set={...}, reference=dict(score=..., source=...)), ...]")
+    bench.add_argument('--seeds', default='0-4', help='seeds of every config: 0-9, 0,3,7 (default 0-4)')
+    bench.add_argument('--max-env-step', type=_positive_int, default=None,
+                       help="each config's budget (-c); with --suite it replaces the file's budgets")
+    bench.add_argument('--out', default='bench', help='the folder of the runs and results (default: bench)')
+    bench.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', dest='overrides',
+                       help='change one config value of every -c config, as the training modes\' --set')
+    for sub in (plot, summary, listing, config, zoo, capabilities, export, tune, bench):
         sub.add_argument('--debug', action='store_true', help='show the full traceback of an error')
     return parser
 
@@ -178,6 +195,19 @@ def _run_tool(args: argparse.Namespace) -> None:
         from .pipeline.tune import load_space, tune
         tune(args.config, args.max_env_step, args.n_trials, args.stack, args.timeout, args.storage, args.study_name,
              args.seed, load_space(args.space) if args.space else None, args.pruner)
+        return
+    if args.tool == 'bench':
+        from ding_lite.config import parse_overrides
+        from .pipeline.seeds import parse_seeds
+        from .tools.bench import bench, entries_of, load_suite
+        entries = load_suite(args.suite, args.max_env_step) if args.suite else \
+            entries_of(args.config, args.max_env_step, parse_overrides(args.overrides))
+        try:
+            rows = bench(entries, parse_seeds(args.seeds), args.out)
+        except KeyboardInterrupt:
+            print("bench interrupted: the runs kept their resume points; the same command continues them")
+            raise
+        print(f"wrote {os.path.join(args.out, 'results.csv')}, results.md ({len(rows)} configs)")
         return
     if args.tool == 'capabilities':
         from .kit.capabilities import capability_table
@@ -212,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.tool == 'plot' and args.profile and (args.aggregate or args.x != 'envstep'):
             tool_parser.error("--profile draws the runs' last evaluations over a score axis: it takes no "
                               "--aggregate or --x")
-        if args.tool == 'tune':
+        if args.tool == 'bench' and bool(args.config) == bool(args.suite):
+            tool_parser.error("bench: give -c CONFIG (repeatable) or --suite FILE, one of the two")
+        if args.tool in ('tune', 'bench'):
             _record_command(argv)
         return _guarded(_run_tool, args)
     parser = build_parser()

@@ -1,0 +1,226 @@
+"""``ding_lite bench``: configs x seeds as benchmarks. Each config's seeds train as one run (stacked where the policy
+stacks), each in ``<out>/<name>/<name>_seed<k>/``; a finished config is skipped when the command runs again, an
+unfinished one resumes from its resume points. The results: ``results.csv`` and ``results.md`` (a row per config:
+the IQM of the final evaluations with its 95% stratified-bootstrap interval, mean, median, env steps to the stop value
+per seed, wall time, env steps/s, the suite's reference scores), learning curves with IQM bands and a performance
+profile across the suite."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import runpy
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ding_lite.config import ConfigError, read_config
+from .aggregate import interval, statistic
+
+SUITE_KEYS = ('config', 'name', 'max_env_step', 'set', 'reference')
+COLUMNS = ('config', 'seeds', 'max_env_step', 'iqm', 'iqm_low', 'iqm_high', 'mean', 'median', 'final', 'stop_value',
+           'steps_to_stop', 'wall_s', 'env_steps_per_s', 'reference', 'reference_source')
+
+
+@dataclass
+class Entry:
+    """One config of a suite: its file, its name (its folder under ``--out``), its budget, its overrides (the CLI's
+    ``--set``) and reference scores with their source."""
+
+    config: str
+    name: str
+    max_env_step: int
+    overrides: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] | None = None
+
+
+def load_suite(path: str, max_env_step: int | None = None) -> list[Entry]:
+    """The entries of a suite file: a Python file whose ``suite`` is a list of dicts (``config``, and optionally
+    ``name``, ``max_env_step``, ``set``, ``reference=dict(score=..., source=...)``); config paths relative to the
+    suite file or the working directory. ``max_env_step`` (``--max-env-step``) overrides the file's budgets."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--suite {path}: no such file")
+    suite = runpy.run_path(path).get('suite')
+    if not isinstance(suite, (list, tuple)) or not suite:
+        raise ConfigError(f"suite file {path} must define suite = [dict(config=..., max_env_step=...), ...]")
+    here = os.path.dirname(os.path.abspath(path))
+    entries = []
+    for k, item in enumerate(suite):
+        unknown = sorted(set(item) - set(SUITE_KEYS)) if isinstance(item, dict) else None
+        if unknown is None or unknown or 'config' not in item:
+            raise ConfigError(f"suite file {path}, entry {k}: " + (f"unknown keys {unknown}; " if unknown else '') +
+                              f"an entry is a dict with 'config' and optionally {list(SUITE_KEYS[1:])}")
+        config = item['config'] if os.path.isfile(item['config']) else os.path.join(here, item['config'])
+        budget = max_env_step or item.get('max_env_step')
+        if not budget:
+            raise ConfigError(f"suite file {path}, entry {k} ({item['config']}): no max_env_step; give one there or "
+                              f"--max-env-step")
+        entries.append(Entry(config, item.get('name') or _stem(config), int(budget), dict(item.get('set') or {}),
+                             item.get('reference')))
+    return _unique(entries)
+
+
+def entries_of(configs: list[str], max_env_step: int | None, overrides: dict[str, Any]) -> list[Entry]:
+    """``-c CFG`` (repeatable) as suite entries, each at ``--max-env-step`` with the ``--set`` overrides."""
+    if not max_env_step:
+        raise ConfigError("ding_lite bench -c CFG needs --max-env-step N (each config's budget)")
+    return _unique([Entry(c, _stem(c), int(max_env_step), dict(overrides)) for c in configs])
+
+
+def bench(entries: list[Entry], seeds: list[int], out: str) -> list[dict[str, str]]:
+    """Train each entry's seeds (skipping finished ones, resuming unfinished ones), then write ``results.csv``,
+    ``results.md`` and the plots under ``out``; returns the rows."""
+    todo = [entry for entry in entries if not _finished(entry, seeds, out)]
+    _check(todo, seeds)
+    os.makedirs(out, exist_ok=True)
+    for k, entry in enumerate(entries):
+        print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
+              f"steps", flush=True)
+        if entry in todo:
+            _train(entry, seeds, out)
+        else:
+            print(f"  finished before: skipped ({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)",
+                  flush=True)
+    rows = [_row(entry, seeds, out) for entry in entries]
+    _write(rows, out, plots=bool(todo) or not os.path.exists(os.path.join(out, 'curves.png')))
+    return rows
+
+
+def _finished(entry: Entry, seeds: list[int], out: str) -> bool:
+    """Whether the entry's record says it finished with these seeds and this budget."""
+    record = _record(os.path.join(out, entry.name))
+    return record is not None and record['seeds'] == seeds and record['max_env_step'] == entry.max_env_step
+
+
+def _check(entries: list[Entry], seeds: list[int]) -> None:
+    """Every config compiles with its overrides (a ``ConfigError`` naming the config) before anything trains."""
+    from ..kit.config_input import compile_input
+    from ..pipeline.seeds import seed_input
+    for entry in entries:
+        if not os.path.isfile(entry.config):
+            raise FileNotFoundError(f"bench: config {entry.config} does not exist")
+        try:
+            compile_input(seed_input(read_config(entry.config), seeds[0]), seeds[0], save_cfg=False,
+                          overrides=entry.overrides)
+        except (ConfigError, ValueError, TypeError) as error:
+            raise ConfigError(f"bench: config {entry.config} ({entry.name}) does not compile: {error}") from error
+
+
+def _train(entry: Entry, seeds: list[int], out: str) -> None:
+    """The entry's seeds as one run (continued where it has resume points for these seeds)."""
+    from ..pipeline.serial import serial_pipeline
+    folder = os.path.join(out, entry.name)
+    record = _record(folder)
+    # an interrupted run, or a finished one whose budget grew, continues from its resume points
+    resume = (record is None or record['seeds'] == seeds and record['max_env_step'] < entry.max_env_step) and \
+        all(os.path.exists(os.path.join(_run_dir(out, entry, s), 'ckpt', 'latest')) for s in seeds)
+    if not resume and os.path.isdir(folder):  # other seeds, a smaller budget, or nothing to resume: afresh
+        shutil.rmtree(folder)
+    if resume:
+        print("  continuing from its resume points", flush=True)
+    overrides = {**entry.overrides, 'exp_name': os.path.join(folder, f"{entry.name}_seed{seeds[0]}")}
+    start = time.perf_counter()
+    serial_pipeline(entry.config, seed=list(seeds), max_env_step=entry.max_env_step, resume=resume,
+                    overrides=overrides)
+    wall = time.perf_counter() - start + (record or {}).get('wall_s', 0.0)
+    with open(os.path.join(folder, 'bench.json'), 'w') as f:
+        json.dump({'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall}, f)
+
+
+def _record(folder: str) -> dict[str, Any] | None:
+    path = os.path.join(folder, 'bench.json')
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _run_dir(out: str, entry: Entry, seed: int) -> str:
+    return os.path.join(out, entry.name, f"{entry.name}_seed{seed}")
+
+
+def _row(entry: Entry, seeds: list[int], out: str) -> dict[str, str]:
+    """The entry's results over its seeds' ``evaluator.csv``."""
+    curves = [_evaluations(_run_dir(out, entry, s)) for s in seeds]
+    final = np.array([rows[-1][1] for rows in curves])
+    point, low, high = interval(final, statistic('iqm'))
+    stop = read_config(os.path.join(_run_dir(out, entry, seeds[0]), 'total_config.py'))[0].env.get('stop_value')
+    reached = [next((str(step) for step, value in rows if stop is not None and value >= stop), '-') for rows in curves]
+    record = _record(os.path.join(out, entry.name)) or {}
+    steps = sum(rows[-1][0] for rows in curves)
+    wall = float(record.get('wall_s', 0.0))
+    reference = entry.reference or {}
+    return {'config': entry.name, 'seeds': _seeds_text(seeds), 'max_env_step': str(entry.max_env_step),
+            'iqm': f"{point:.1f}", 'iqm_low': f"{low:.1f}", 'iqm_high': f"{high:.1f}", 'mean': f"{final.mean():.1f}",
+            'median': f"{np.median(final):.1f}", 'final': ' '.join(f"{v:.1f}" for v in final),
+            'stop_value': '-' if stop is None else f"{stop:g}", 'steps_to_stop': ' '.join(reached),
+            'wall_s': f"{wall:.0f}", 'env_steps_per_s': f"{steps / wall:.0f}" if wall else '-',
+            'reference': '' if reference.get('score') is None else f"{reference['score']:g}",
+            'reference_source': str(reference.get('source', ''))}
+
+
+def _evaluations(run_dir: str) -> list[tuple[int, float]]:
+    path = os.path.join(run_dir, 'log', 'evaluator.csv')
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"bench: {path} is missing: the run did not evaluate")
+    with open(path) as f:
+        rows = [(int(r['envstep']), float(r['return_mean'])) for r in csv.DictReader(f)]
+    if not rows:
+        raise ValueError(f"bench: {path} has no evaluation")
+    return rows
+
+
+def _write(rows: list[dict[str, str]], out: str, plots: bool = True) -> None:
+    with open(os.path.join(out, 'results.csv'), 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    head = ['config', 'seeds', 'env steps', 'IQM [95% CI]', 'mean', 'median', 'final per seed', 'to stop value',
+            'wall (s)', 'env steps/s', 'reference']
+    lines = ['| ' + ' | '.join(head) + ' |', '|' + ' --- |' * len(head)]
+    for r in rows:
+        reference = f"{r['reference']} ({r['reference_source']})" if r['reference'] else ''
+        cells = [r['config'], r['seeds'], r['max_env_step'], f"{r['iqm']} [{r['iqm_low']}, {r['iqm_high']}]",
+                 r['mean'], r['median'], r['final'], f"{r['steps_to_stop']} (stop {r['stop_value']})", r['wall_s'],
+                 r['env_steps_per_s'], reference]
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    with open(os.path.join(out, 'results.md'), 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    if plots:
+        _plots(out, rows)
+
+
+def _plots(out: str, rows: list[dict[str, str]]) -> None:
+    """Learning curves (IQM band) and the suite's performance profile, where matplotlib is installed."""
+    if importlib.util.find_spec('matplotlib') is None:
+        print("bench: no plots (pip install matplotlib)")
+        return
+    from .plot import plot_curves, plot_profiles
+    runs = [os.path.join(out, r['config'], d) for r in rows for d in sorted(os.listdir(os.path.join(out, r['config'])))
+            if os.path.isdir(os.path.join(out, r['config'], d))]
+    plot_curves(runs, os.path.join(out, 'curves.png'), aggregate_name='iqm')
+    plot_profiles(runs, os.path.join(out, 'profile.png'))
+
+
+def _stem(config: str) -> str:
+    name = os.path.splitext(os.path.basename(config))[0]
+    return name[:-len('_config')] if name.endswith('_config') else name
+
+
+def _unique(entries: list[Entry]) -> list[Entry]:
+    names = [e.name for e in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"bench: configs named {twice} more than once; give each a 'name' of its own in the suite")
+    return entries
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    return ','.join(map(str, seeds))
+
+
+__all__ = ['Entry', 'bench', 'entries_of', 'load_suite']

@@ -1,0 +1,79 @@
+"""``ding_lite bench`` through the CLI: a two-config, two-seed suite's results, the same command again skipping what
+finished, an interrupted config resuming, and the refusals before anything trains."""
+from __future__ import annotations
+
+import csv
+import os
+import pprint
+import subprocess
+import time
+
+from tests.conftest import TINY_CREATE, TINY_PENDULUM
+
+
+def _config(tmp_path, name, **policy):
+    main = dict(TINY_PENDULUM, exp_name=name)
+    main['policy'] = {**main['policy'], **policy}
+    path = tmp_path / f'{name}_config.py'
+    path.write_text(f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(TINY_CREATE)}\n")
+    return str(path)
+
+
+def _suite(tmp_path, entries):
+    path = tmp_path / 'suite.py'
+    path.write_text(f"suite = {pprint.pformat(entries)}\n")
+    return str(path)
+
+
+def _bench(*args, cwd):
+    start = time.perf_counter()
+    ran = subprocess.run(['ding_lite', 'bench', *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return ran, time.perf_counter() - start
+
+
+def test_a_suite_writes_its_results_and_the_same_command_again_trains_nothing(tmp_path):
+    small = _config(tmp_path, 'small')
+    wide = _config(tmp_path, 'wide', model=dict(obs_shape=3, action_shape=1, actor_head_hidden_size=32,
+                                                 critic_head_hidden_size=32))
+    suite = _suite(tmp_path, [dict(config=small, max_env_step=400, reference=dict(score=-100.0, source='a paper')),
+                              dict(config=wide, max_env_step=400, set={'policy.learn.batch_size': 8})])
+    first, took = _bench('--suite', suite, '--seeds', '0-1', '--out', 'out', cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    rows = list(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
+    assert [r['config'] for r in rows] == ['small', 'wide'] and all(r['seeds'] == '0,1' for r in rows)
+    for row in rows:
+        assert float(row['iqm_low']) <= float(row['iqm']) <= float(row['iqm_high'])
+        assert len(row['final'].split()) == 2 and float(row['env_steps_per_s']) > 0
+    assert rows[0]['reference'] == '-100' and rows[0]['reference_source'] == 'a paper'
+    table = (tmp_path / 'out' / 'results.md').read_text()
+    assert "| small | 0,1 | 400 |" in table and '-100 (a paper)' in table
+    assert (tmp_path / 'out' / 'curves.png').stat().st_size > 0 and (tmp_path / 'out' / 'profile.png').exists()
+    assert "'batch_size': 8" in (tmp_path / 'out' / 'wide' / 'wide_seed1' / 'total_config.py').read_text()
+    checkpoint = tmp_path / 'out' / 'small' / 'small_seed0' / 'ckpt' / 'ckpt_last.pth.tar'
+    written = checkpoint.stat().st_mtime_ns
+    again, took_again = _bench('--suite', suite, '--seeds', '0-1', '--out', 'out', cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout.count('finished before: skipped') == 2, again.stderr
+    assert took_again < took / 2 and checkpoint.stat().st_mtime_ns == written
+    os.remove(tmp_path / 'out' / 'wide' / 'bench.json')  # as if stopped with its resume points written
+    resumed, _ = _bench('--suite', suite, '--seeds', '0-1', '--out', 'out', cwd=tmp_path)
+    assert resumed.returncode == 0 and 'continuing from its resume points' in resumed.stdout, resumed.stderr
+    assert (tmp_path / 'out' / 'wide' / 'bench.json').exists()
+
+
+def test_a_config_that_does_not_compile_stops_the_suite_before_anything_trains(tmp_path):
+    good, bad = _config(tmp_path, 'good'), _config(tmp_path, 'bad')
+    suite = _suite(tmp_path, [dict(config=good, max_env_step=60),
+                              dict(config=bad, max_env_step=60, set={'policy.learn.batch_sise': 8})])
+    ran, _ = _bench('--suite', suite, '--seeds', '0', '--out', 'out', cwd=tmp_path)
+    assert ran.returncode != 0 and 'bad_config.py (bad) does not compile' in ran.stderr and 'batch_sise' in ran.stderr
+    assert not (tmp_path / 'out' / 'good').exists()
+
+
+def test_a_suites_unknown_key_and_a_missing_budget_are_named(tmp_path):
+    config = _config(tmp_path, 'one')
+    ran, _ = _bench('--suite', _suite(tmp_path, [dict(config=config, budget=60)]), cwd=tmp_path)
+    assert ran.returncode != 0 and "unknown keys ['budget']" in ran.stderr
+    ran, _ = _bench('-c', config, cwd=tmp_path)
+    assert ran.returncode != 0 and 'needs --max-env-step' in ran.stderr
+    ran, _ = _bench('-c', config, '--suite', 'x.py', cwd=tmp_path)
+    assert ran.returncode != 0 and 'one of the two' in ran.stderr
