@@ -165,6 +165,9 @@ def build_tool_parser() -> argparse.ArgumentParser:
     bench.add_argument('--max-env-step', type=_positive_int, default=None,
                        help="each config's budget (-c); with --suite it replaces the file's budgets")
     bench.add_argument('--out', default='bench', help='the folder of the runs and results (default: bench)')
+    bench.add_argument('--ray', nargs='?', const=os.environ.get('RAY_ADDRESS') or '', default=None,
+                       metavar='ADDRESS', help="each config's run a Ray task on the cluster at ADDRESS (default: "
+                       "RAY_ADDRESS; 'local': a Ray on this machine); --out must be a folder every node reaches")
     bench.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', dest='overrides',
                        help='change one config value of every -c config, as the training modes\' --set')
     for sub in (plot, summary, listing, config, zoo, capabilities, export, tune, bench):
@@ -203,7 +206,7 @@ def _run_tool(args: argparse.Namespace) -> None:
         entries = load_suite(args.suite, args.max_env_step) if args.suite else \
             entries_of(args.config, args.max_env_step, parse_overrides(args.overrides))
         try:
-            rows = bench(entries, parse_seeds(args.seeds), args.out)
+            rows = bench(entries, parse_seeds(args.seeds), args.out, args.ray)
         except KeyboardInterrupt:
             print("bench interrupted: the runs kept their resume points; the same command continues them")
             raise
@@ -244,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
                               "--aggregate or --x")
         if args.tool == 'bench' and bool(args.config) == bool(args.suite):
             tool_parser.error("bench: give -c CONFIG (repeatable) or --suite FILE, one of the two")
+        if args.tool == 'bench' and args.ray == '':
+            tool_parser.error("bench --ray: no Ray cluster to join (RAY_ADDRESS is not set): start one with 'ray start "
+                              "--head' (then 'ray start --address=HEAD:6379' on the other nodes) and give --ray "
+                              "HEAD:6379 or set RAY_ADDRESS, or use --ray local for a Ray on this machine")
         if args.tool in ('tune', 'bench'):
             _record_command(argv)
         return _guarded(_run_tool, args)

@@ -71,20 +71,21 @@ def entries_of(configs: list[str], max_env_step: int | None, overrides: dict[str
     return _unique([Entry(c, _stem(c), int(max_env_step), dict(overrides)) for c in configs])
 
 
-def bench(entries: list[Entry], seeds: list[int], out: str) -> list[dict[str, str]]:
+def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = None) -> list[dict[str, str]]:
     """Train each entry's seeds (skipping finished ones, resuming unfinished ones), then write ``results.csv``,
-    ``results.md`` and the plots under ``out``; returns the rows."""
+    ``results.md`` and the plots under ``out``; returns the rows. ``ray``: each entry's run a Ray task on the cluster
+    at that address (``'local'``: a Ray started on this machine), ``out`` a folder every node reaches."""
     todo = [entry for entry in entries if not _finished(entry, seeds, out)]
-    _check(todo, seeds)
+    resources = _check(todo, seeds)
     os.makedirs(out, exist_ok=True)
     for k, entry in enumerate(entries):
         print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
-              f"steps", flush=True)
-        if entry in todo:
+              f"steps" + ('' if entry in todo else f": finished before, skipped "
+                          f"({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)"), flush=True)
+        if entry in todo and ray is None:
             _train(entry, seeds, out)
-        else:
-            print(f"  finished before: skipped ({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)",
-                  flush=True)
+    if ray is not None and todo:
+        _train_on_ray(ray, todo, seeds, os.path.abspath(out), resources)
     rows = [_row(entry, seeds, out) for entry in entries]
     _write(rows, out, plots=bool(todo) or not os.path.exists(os.path.join(out, 'curves.png')))
     return rows
@@ -96,22 +97,60 @@ def _finished(entry: Entry, seeds: list[int], out: str) -> bool:
     return record is not None and record['seeds'] == seeds and record['max_env_step'] == entry.max_env_step
 
 
-def _check(entries: list[Entry], seeds: list[int]) -> None:
-    """Every config compiles with its overrides (a ``ConfigError`` naming the config) before anything trains."""
+def _check(entries: list[Entry], seeds: list[int]) -> dict[str, dict[str, float]]:
+    """Every config compiles with its overrides (a ``ConfigError`` naming the config) before anything trains; the
+    resources each entry's run asks a cluster for (a CPU per learner thread, a GPU with ``policy.cuda``)."""
     from ..kit.config_input import compile_input
     from ..pipeline.seeds import seed_input
+    resources = {}
     for entry in entries:
         if not os.path.isfile(entry.config):
             raise FileNotFoundError(f"bench: config {entry.config} does not exist")
         try:
-            compile_input(seed_input(read_config(entry.config), seeds[0]), seeds[0], save_cfg=False,
-                          overrides=entry.overrides)
+            cfg = compile_input(seed_input(read_config(entry.config), seeds[0]), seeds[0], save_cfg=False,
+                                overrides=entry.overrides)
         except (ConfigError, ValueError, TypeError) as error:
             raise ConfigError(f"bench: config {entry.config} ({entry.name}) does not compile: {error}") from error
+        threads = cfg.policy.learn.learner.get('num_threads') or 1
+        resources[entry.name] = {'num_cpus': float(threads), 'num_gpus': 1.0 if cfg.policy.get('cuda') else 0.0}
+    return resources
 
 
-def _train(entry: Entry, seeds: list[int], out: str) -> None:
-    """The entry's seeds as one run (continued where it has resume points for these seeds)."""
+def _train_on_ray(address: str, entries: list[Entry], seeds: list[int], out: str,
+                  resources: dict[str, dict[str, float]]) -> None:
+    """Each entry's run as a Ray task with its resources, as many at once as the cluster holds; a task whose node
+    is lost runs again elsewhere (Ray's retries) and continues from its resume points in ``out``."""
+    import ray
+    if not ray.is_initialized():
+        if address == 'local':
+            ray.init(include_dashboard=False, logging_level='WARNING')
+        else:
+            try:
+                ray.init(address=address, include_dashboard=False, logging_level='WARNING')
+            except Exception as error:  # Ray raises several types for an address it cannot reach
+                raise ConnectionError(f"bench --ray: could not join Ray at {address!r} ({type(error).__name__}: "
+                                      f"{error}); start a cluster with 'ray start --head' (and 'ray start "
+                                      f"--address=HEAD:6379' on the other nodes), or use --ray local") from None
+    task = ray.remote(max_retries=3, retry_exceptions=False)(_train_task)
+    pending = {task.options(**resources[e.name]).remote(e, seeds, out): e.name for e in entries}
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        name = pending.pop(done[0])
+        nodes = ray.get(done[0])
+        moved = f": moved after a lost node, ran on {len(set(nodes))} nodes" if len(set(nodes)) > 1 else ''
+        print(f"  {name} finished{moved}", flush=True)
+
+
+def _train_task(entry: Entry, seeds: list[int], out: str) -> list[str]:
+    """A Ray task: the entry's run; the nodes it has run on (a retried task's node is the second)."""
+    import ray
+    _train(entry, seeds, out, node=ray.get_runtime_context().get_node_id())
+    return _record(os.path.join(out, entry.name))['nodes']
+
+
+def _train(entry: Entry, seeds: list[int], out: str, node: str | None = None) -> None:
+    """The entry's seeds as one run (continued where it has resume points for these seeds); ``node``: where it
+    runs, kept in its record with the nodes of earlier tries."""
     from ..pipeline.serial import serial_pipeline
     folder = os.path.join(out, entry.name)
     record = _record(folder)
@@ -122,13 +161,25 @@ def _train(entry: Entry, seeds: list[int], out: str) -> None:
         shutil.rmtree(folder)
     if resume:
         print("  continuing from its resume points", flush=True)
+    nodes = _tries(folder, node)
     overrides = {**entry.overrides, 'exp_name': os.path.join(folder, f"{entry.name}_seed{seeds[0]}")}
     start = time.perf_counter()
     serial_pipeline(entry.config, seed=list(seeds), max_env_step=entry.max_env_step, resume=resume,
                     overrides=overrides)
     wall = time.perf_counter() - start + (record or {}).get('wall_s', 0.0)
     with open(os.path.join(folder, 'bench.json'), 'w') as f:
-        json.dump({'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall}, f)
+        json.dump({'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall, 'nodes': nodes}, f)
+
+
+def _tries(folder: str, node: str | None) -> list[str]:
+    """The nodes the entry's run has started on, this one added (``tries.json``, kept across a retried task)."""
+    path = os.path.join(folder, 'tries.json')
+    nodes = json.load(open(path)) if os.path.isfile(path) else []
+    nodes.append(node or 'local')
+    os.makedirs(folder, exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(nodes, f)
+    return nodes
 
 
 def _record(folder: str) -> dict[str, Any] | None:

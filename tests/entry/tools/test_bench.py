@@ -3,10 +3,15 @@ finished, an interrupted config resuming, and the refusals before anything train
 from __future__ import annotations
 
 import csv
+import json
 import os
 import pprint
+import shutil
 import subprocess
+import tempfile
 import time
+
+import pytest
 
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
 
@@ -52,7 +57,7 @@ def test_a_suite_writes_its_results_and_the_same_command_again_trains_nothing(tm
     checkpoint = tmp_path / 'out' / 'small' / 'small_seed0' / 'ckpt' / 'ckpt_last.pth.tar'
     written = checkpoint.stat().st_mtime_ns
     again, took_again = _bench('--suite', suite, '--seeds', '0-1', '--out', 'out', cwd=tmp_path)
-    assert again.returncode == 0 and again.stdout.count('finished before: skipped') == 2, again.stderr
+    assert again.returncode == 0 and again.stdout.count('finished before, skipped') == 2, again.stderr
     assert took_again < took / 2 and checkpoint.stat().st_mtime_ns == written
     os.remove(tmp_path / 'out' / 'wide' / 'bench.json')  # as if stopped with its resume points written
     resumed, _ = _bench('--suite', suite, '--seeds', '0-1', '--out', 'out', cwd=tmp_path)
@@ -77,3 +82,29 @@ def test_a_suites_unknown_key_and_a_missing_budget_are_named(tmp_path):
     assert ran.returncode != 0 and 'needs --max-env-step' in ran.stderr
     ran, _ = _bench('-c', config, '--suite', 'x.py', cwd=tmp_path)
     assert ran.returncode != 0 and 'one of the two' in ran.stderr
+
+
+def test_a_suite_runs_its_configs_as_ray_tasks(tmp_path):
+    pytest.importorskip('ray')
+    suite = _suite(tmp_path, [dict(config=_config(tmp_path, 'one'), max_env_step=200),
+                              dict(config=_config(tmp_path, 'two'), max_env_step=200)])
+    ray_tmp = tempfile.mkdtemp(prefix='ding_lite_bench_')  # a short path: Ray's sockets need one
+    env = {**os.environ, 'RAY_TMPDIR': ray_tmp, 'RAY_ADDRESS': ''}
+    try:
+        ran = subprocess.run(['ding_lite', 'bench', '--suite', suite, '--seeds', '0-1', '--out', 'out', '--ray',
+                              'local'], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.count(' finished') >= 2
+    rows = list(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
+    assert [r['config'] for r in rows] == ['one', 'two'] and all(len(r['final'].split()) == 2 for r in rows)
+    record = json.load(open(tmp_path / 'out' / 'one' / 'bench.json'))
+    assert len(record['nodes']) == 1 and record['nodes'][0] != 'local'  # a Ray node's id
+
+
+def test_ray_with_no_cluster_to_join_says_how_to_start_one(tmp_path):
+    config = _config(tmp_path, 'one')
+    ran = subprocess.run(['ding_lite', 'bench', '-c', config, '--max-env-step', '60', '--ray'], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path, env={**os.environ, 'RAY_ADDRESS': ''})
+    assert ran.returncode != 0 and "ray start --head" in ran.stderr and '--ray local' in ran.stderr
