@@ -4,6 +4,7 @@ shrunken cluster can place, evaluations go on, and the run finishes; an address 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -148,3 +149,44 @@ def test_an_address_nobody_answers_at_fails_within_seconds_and_starts_no_ray(tmp
     assert result.returncode == 1 and seconds < 30, result.stderr
     assert f"ding_lite: error: ConnectionError: {message}" in result.stderr.strip().splitlines()[-1]
     assert not os.listdir(ray_dir) and not (tmp_path / 'cli').exists()  # no Ray started, no run folder left
+
+
+def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluster, tmp_path, capsys):
+    """``ding_lite bench --ray``: two configs as tasks on 1-CPU nodes; the node of the first is removed once its run
+    has a resume point, and its task runs again elsewhere, continuing from there."""
+    from entry.tools.bench import Entry, bench
+    _three_worker_nodes(cluster)
+    configs = []
+    for name in ('first', 'second'):
+        main, create = _tiny(tmp_path, name)
+        main.pop('parallel')
+        path = tmp_path / f'{name}_config.py'
+        path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
+        configs.append(Entry(str(path), name, 3000))
+    out, done = tmp_path / 'out', threading.Event()
+    lost = {}
+
+    def remove_first_node() -> None:
+        tries, latest = out / 'first' / 'tries.json', out / 'first' / 'first_seed0' / 'ckpt' / 'latest'
+        while not done.is_set() and not (tries.exists() and latest.exists()):
+            time.sleep(0.1)
+        if not done.is_set():
+            node_id = json.load(open(tries))[0]
+            node = next(n for n in cluster.worker_nodes if n.node_id == node_id)
+            lost['node'] = node_id
+            cluster.remove_node(node)
+
+    remover = threading.Thread(target=remove_first_node, daemon=True)
+    remover.start()
+    try:
+        rows = bench(configs, [0], str(out), ray=cluster.address)
+    finally:
+        done.set()
+        remover.join(30)
+    assert lost, "the first run finished before its node could be removed"
+    assert [r['config'] for r in rows] == ['first', 'second']
+    record = json.load(open(out / 'first' / 'bench.json'))
+    assert record['nodes'][0] == lost['node'] and len(set(record['nodes'])) == 2  # it moved, and finished
+    assert 'first finished: moved after a lost node' in capsys.readouterr().out
+    assert int(open(out / 'first' / 'first_seed0' / 'log' / 'evaluator.csv').read().splitlines()[-1].split(',')[1]) \
+        >= 3000
