@@ -140,6 +140,10 @@ class Curriculum:
                          'evaluator': {name: [] for name in self.lessons}}
         self._smoothed = {name: 0.0 for name in self.lessons}
 
+    def last_lessons(self) -> None:
+        """Every parameter in its last lesson: the task a run was trained towards (``-m eval``, ``collect_demo``)."""
+        self.lesson = {name: len(lessons) - 1 for name, lessons in self.lessons.items()}
+
     @property
     def finished(self) -> bool:
         """Whether every parameter is in its last lesson (a run's stop value counts from then on)."""

@@ -31,6 +31,7 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     if n_episode is not None:
         cfg.policy.eval.evaluator.n_episode = n_episode
     _, evaluator_env = build_envs(cfg, env_setting, collect=False)
+    _last_lessons(evaluator_env)
     fit_model_to_env(cfg, evaluator_env, save=False)
     if replay_path is not None:
         evaluator_env.enable_save_replay(replay_path)
@@ -51,6 +52,13 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
     if replay_path is not None:
         print(f"videos: {', '.join(_video_folders(replay_path)) or 'none'}")
     return info['return_mean']
+
+
+def _last_lessons(manager: Any) -> None:
+    """A trained policy acts in the task its curriculum led to: every parameter's last lesson."""
+    parameters = getattr(manager, 'parameters', None)
+    if parameters is not None:
+        parameters.curriculum.last_lessons()
 
 
 def _video_folders(replay_path: str) -> list[str]:
@@ -90,6 +98,7 @@ def collect_demo_data(input_cfg: str | tuple | list, seed: int | None, collect_c
             raise ValueError("collect_demo_data needs the expert's weights: state_dict, state_dict_path, or "
                              "policy.collect.state_dict_path in the config")
     collector_env, _ = build_envs(cfg, env_setting)
+    _last_lessons(collector_env)
     fit_model_to_env(cfg, collector_env, save=False)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_run_policy(cfg, model=model, enable_field=['collect', 'eval'])

@@ -114,3 +114,14 @@ def test_a_keyword_the_env_does_not_take_is_named_before_anything_is_collected(t
     with pytest.raises(RuntimeError, match=r"environment_parameters \{'gravity': 9.0\}.*unexpected keyword"):
         serial_pipeline((main, create), seed=0, max_env_step=40)
     assert not (tmp_path / 'run' / 'ckpt').exists()
+
+
+def test_an_evaluation_of_a_trained_run_acts_in_the_last_lesson(tmp_path):
+    from entry import eval as evaluate
+    EPISODES.clear()
+    main, create = _cfg(tmp_path, _lessons(2.0, 9.0, measure='reward', threshold=1e9))
+    serial_pipeline((copy.deepcopy(main), create), seed=0, max_env_step=80)  # never past its first lesson
+    assert {g for _, g in EPISODES} == {2.0}
+    EPISODES.clear()
+    evaluate((main, create), seed=0, load_path=f"{main['exp_name']}/ckpt/ckpt_last.pth.tar")
+    assert {g for _, g in EPISODES} == {9.0}
