@@ -5,15 +5,18 @@ import copy
 import math
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
 from ding_lite.data import Batch
+from ding_lite.data.collate import make_batch
 from ding_lite.model import model_wrap
 from ding_lite.model.wrappers import frozen, set_training
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.reward_model.signals import RewardSignals
 from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, optimizer_step, \
     preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
@@ -366,6 +369,26 @@ class SACPolicy(Policy):
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
         heads = self._heads.stat_names() + (['bc_loss'] if self._bc is not None else [])
         return names + (['alpha_loss'] if self._alpha.learned else []) + heads
+
+    @torch.no_grad()
+    def score_transitions(self, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """ML-Agents' reports on collected transitions (``collector.report_collected``), per row: ``value_estimate``,
+        the critics' value of the action taken (their min; heads and quantiles averaged), and with reward signals each
+        signal's reward (``<signal>``, its strength applied)."""
+        set_training(self._learn_model, False)  # (the next learn step sets training mode again)
+        tensors = {key: torch.as_tensor(columns[key], device=self._device)
+                   for key in ('obs', 'action', 'next_obs', 'reward', 'done')}
+        tensors['obs'], tensors['next_obs'] = self._normalize_obs(tensors['obs']), \
+            self._normalize_obs(tensors['next_obs'])
+        batch = make_batch(tensors)
+        q = self._q_pred(batch)                               # [E, B(, heads or quantiles)]
+        while q.dim() > 2:
+            q = q.mean(-1)
+        reports = {'value_estimate': q.min(0).values}
+        if isinstance(self._heads, RewardSignals):
+            rewards = self._heads.rewards(batch)              # [B, K]
+            reports |= {name: rewards[:, k] for k, name in enumerate(self._heads.names) if name != 'extrinsic'}
+        return {name: value.float().cpu().numpy() for name, value in reports.items()}
 
     def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
         """DI-engine's names for what its SAC logs beside these: the optimizers' learning rates and the losses'

@@ -26,6 +26,8 @@ class _SerialCollector:
     config = dict(
         type=None,                   # the registered collector name
         collect_print_freq=100,      # train iterations between collector log lines
+        report_collected=False,      # ML-Agents' reports per collected episode: value_estimate (the critics' Q of
+                                     # the actions taken) and <signal>_return per reward signal (a forward per step)
     )
 
     @classmethod
@@ -44,6 +46,8 @@ class _SerialCollector:
         self.nonfinite_dropped = 0  # transitions skipped for a NaN/inf
         self.norm_reward = False  # each transition carries its env's running return R = gamma R + r (SB3's rule)
         self.episode_fields = False  # each transition carries env_id and episode_start (hindsight replay's episodes)
+        self.scorer: Callable[[dict], dict[str, np.ndarray]] | None = None  # report_collected: per-row reports
+        self._scores: dict[str, np.ndarray] = {}  # their sums over each env's episode so far
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -190,11 +194,22 @@ class _SerialCollector:
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
         self._length[index] += 1
+        if self.scorer is not None:
+            self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         if step.done.any():
             for k in np.flatnonzero(step.done).tolist():
                 self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
         return batch
+
+    def _score(self, batch: dict[str, np.ndarray], env_ids: list[int]) -> None:
+        """Add the scorer's per-row reports of a step's transitions to their envs' episode sums."""
+        if not env_ids:
+            return
+        index = np.asarray(env_ids, np.int64)
+        for name, values in self.scorer(batch).items():
+            sums = self._scores.setdefault(name, np.zeros(self._env.env_num))
+            np.add.at(sums, index, values)
 
     def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> None:
         """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the
@@ -233,7 +248,7 @@ class _SerialCollector:
             episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
                        **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
                        **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
-                       **episode_metrics(info, getattr(self._env, 'info_metrics', ()))}
+                       **episode_metrics(info, getattr(self._env, 'info_metrics', ())), **self._reports(env_id)}
         if episode is not None:
             self._episode_info.append(episode)
             self.finished_episodes.append(episode)
@@ -243,8 +258,18 @@ class _SerialCollector:
                 parameters.curriculum.episode_returns([episode['return']])
         self._end_episode(env_id, keep_traj=True)
 
+    def _reports(self, env_id: int) -> dict[str, float]:
+        """The episode's ``report_collected`` figures: ``value_estimate`` its mean over the steps, the signals'
+        rewards summed into ``<signal>_return``."""
+        length = max(int(self._length[env_id]), 1)
+        return {name if name == 'value_estimate' else f'{name}_return':
+                float(sums[env_id] / length if name == 'value_estimate' else sums[env_id])
+                for name, sums in self._scores.items()}
+
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
         self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
+        for sums in self._scores.values():
+            sums[env_id] = 0.0
         self._running[env_id] = 0.0
         if self._dims is not None:
             self._dims[env_id] = 0.0

@@ -2,6 +2,7 @@
 store a round."""
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -23,6 +24,8 @@ from envs.goal import goal_layout
 from .cpu_threads import overlap_collection
 from .env_check import first_step, fit_model_to_env
 from .life_cycle import PhaseTimer, RunProgress, closed_on_error, start_tracker
+
+logger = logging.getLogger(__name__)
 from .run_parts import build_envs, collect_batch, create_run_policy, random_collect, store
 
 
@@ -74,6 +77,8 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
     collector.episode_fields = getattr(buffer, 'episode_fields', False)  # what the buffer declares it needs
+    if cfg.policy.collect.collector.get('report_collected'):
+        collector.scorer = _scorer(policy, overlap)
     if overlap == 'process':  # after on_nonfinite, norm_reward and episode_fields: the child takes them along
         collector = OverlappedCollector(collector, policy, cfg.seed)
     elif overlap == 'stream':
@@ -84,6 +89,18 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     for name, part in (('collector', collector), ('evaluator', evaluator), ('loop', run.loop)):
         learner.attach(name, part)
     return run
+
+
+def _scorer(policy: Policy, overlap: str | bool | None) -> Any:
+    """``collector.report_collected``'s per-transition reports (the SAC family's ``score_transitions``), where the
+    collector acts in the learner's process on plain observations; else None, said once."""
+    why = 'the collector steps in a process of its own' if overlap == 'process' else \
+        'a recurrent model' if policy.memory else 'a multi-agent policy' if type(policy).multi_agent else \
+        None if hasattr(policy, 'score_transitions') else f"{type(policy).__name__} has no score_transitions"
+    if why is None:
+        return policy.score_transitions
+    logger.warning(f"policy.collect.collector.report_collected: no value estimates or signal returns ({why})")
+    return None
 
 
 def build_learner(cfg: EasyDict, policy: Policy, tb_logger: Any) -> tuple[BaseLearner, Any]:

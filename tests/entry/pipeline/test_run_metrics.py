@@ -188,3 +188,24 @@ def test_the_learner_logs_di_engines_names_beside_its_own(tmp_path):
     log = open(f'{main["exp_name"]}/log/learner.txt').read()
     assert all(f'{name}:' in log for name in ('twin_critic_loss', 'cur_lr_q', 'cur_lr_p', 'total_loss', 'td_error',
                                                'target_q_value', 'alpha_loss', 'entropy'))
+
+
+def test_report_collected_logs_each_episodes_value_estimate_and_signal_return(tmp_path):
+    main, create = _cfg(tmp_path)
+    main['policy'] = dict(main['policy'], reward_signals=dict(extrinsic=dict(), rnd=dict(encoding_size=8)),
+                          collect=dict(main['policy']['collect'],
+                                       collector=dict(collect_print_freq=5, report_collected=True)))
+    policy = serial_pipeline((main, create), seed=0, max_train_iter=30)
+    scalars = read_scalars(f'{main["exp_name"]}/log/serial')
+    for key in ('collector/value_estimate', 'collector/rnd_return'):
+        assert len(scalars[key]) >= 2 and all(math.isfinite(v) for _, v in scalars[key])
+    assert all(v > 0 for _, v in scalars['collector/rnd_return'])  # RND's novelty: positive, summed over 20 steps
+    columns = {'obs': torch.randn(5, 3).numpy(), 'action': (torch.rand(5, 1) * 2 - 1).numpy(),
+               'next_obs': torch.randn(5, 3).numpy(), 'reward': torch.randn(5).numpy(),
+               'done': torch.zeros(5, dtype=torch.bool).numpy()}
+    reports = policy.score_transitions(columns)
+    with torch.no_grad():  # the critics' min of the actions taken, their two heads (extrinsic, rnd) averaged
+        q = policy._model.compute_critic({'obs': torch.as_tensor(columns['obs']),
+                                          'action': torch.as_tensor(columns['action'])})['q_value']
+    expected = q.mean(-1).min(0).values.numpy()
+    assert reports['value_estimate'] == pytest.approx(expected, rel=1e-5) and reports['rnd'].shape == (5,)
