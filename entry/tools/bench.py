@@ -21,6 +21,7 @@ import numpy as np
 from ding_lite.config import ConfigError, read_config
 from .aggregate import interval, statistic
 
+PROGRESS_EVERY = 15.0  # seconds between the live table's lines while a suite runs on Ray
 SUITE_KEYS = ('config', 'name', 'max_env_step', 'set', 'reference')
 COLUMNS = ('config', 'seeds', 'max_env_step', 'iqm', 'iqm_low', 'iqm_high', 'mean', 'median', 'final', 'stop_value',
            'steps_to_stop', 'wall_s', 'env_steps_per_s', 'reference', 'reference_source')
@@ -132,13 +133,31 @@ def _train_on_ray(address: str, entries: list[Entry], seeds: list[int], out: str
                                       f"{error}); start a cluster with 'ray start --head' (and 'ray start "
                                       f"--address=HEAD:6379' on the other nodes), or use --ray local") from None
     task = ray.remote(max_retries=3, retry_exceptions=False)(_train_task)
-    pending = {task.options(**resources[e.name]).remote(e, seeds, out): e.name for e in entries}
+    pending = {task.options(**resources[e.name]).remote(e, seeds, out): e for e in entries}
+    start = time.perf_counter()
     while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        name = pending.pop(done[0])
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=PROGRESS_EVERY)
+        if not done:  # the live table: a line per config still running
+            for entry in pending.values():
+                print(_progress(entry, seeds, out, time.perf_counter() - start), flush=True)
+            continue
+        name = pending.pop(done[0]).name
         nodes = ray.get(done[0])
         moved = f": moved after a lost node, ran on {len(set(nodes))} nodes" if len(set(nodes)) > 1 else ''
         print(f"  {name} finished{moved}", flush=True)
+
+
+def _progress(entry: Entry, seeds: list[int], out: str, elapsed: float) -> str:
+    """A running config's line: its env steps (the last evaluation's), each seed's latest return, an ETA."""
+    latest = []
+    for seed in seeds:
+        path = os.path.join(_run_dir(out, entry, seed), 'log', 'evaluator.csv')
+        rows = list(csv.DictReader(open(path))) if os.path.isfile(path) else []
+        latest.append((int(rows[-1]['envstep']), float(rows[-1]['return_mean'])) if rows else None)
+    steps = min((row[0] for row in latest if row is not None), default=0)
+    returns = ' '.join('-' if row is None else f"{row[1]:.1f}" for row in latest)
+    eta = f"{elapsed * (entry.max_env_step - steps) / steps:.0f} s" if steps else '-'
+    return f"  {entry.name}: env step {steps}/{entry.max_env_step}, latest return per seed {returns}, ETA {eta}"
 
 
 def _train_task(entry: Entry, seeds: list[int], out: str) -> list[str]:

@@ -108,3 +108,12 @@ def test_ray_with_no_cluster_to_join_says_how_to_start_one(tmp_path):
     ran = subprocess.run(['ding_lite', 'bench', '-c', config, '--max-env-step', '60', '--ray'], capture_output=True,
                          text=True, timeout=60, cwd=tmp_path, env={**os.environ, 'RAY_ADDRESS': ''})
     assert ran.returncode != 0 and "ray start --head" in ran.stderr and '--ray local' in ran.stderr
+
+
+@pytest.mark.parametrize('suite', ['pendulum_family', 'box2d', 'mujoco'])
+def test_the_zoos_suites_name_configs_that_compile(suite):
+    from entry.tools.bench import _check, load_suite
+    from tests.conftest import ROOT
+    entries = load_suite(os.path.join(ROOT, 'dizoo_configs', 'suites', f'{suite}.py'))
+    assert entries and all(os.path.isfile(e.config) and e.max_env_step > 0 for e in entries)
+    assert set(_check(entries, [0])) == {e.name for e in entries}
