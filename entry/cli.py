@@ -151,6 +151,9 @@ def build_tool_parser() -> argparse.ArgumentParser:
     tune.add_argument('--space', default=None, help='a .json or .py (space = {...}) search space')
     tune.add_argument('--pruner', default='median', choices=('median', 'none'))
     tune.add_argument('-s', '--seed', type=int, default=0, help="every trial's seed, and the sampler's")
+    tune.add_argument('--ray', nargs='?', const=os.environ.get('RAY_ADDRESS') or '', default=None,
+                      metavar='ADDRESS', help="the stacked groups of trials as Ray tasks on the cluster at ADDRESS "
+                      "(default: RAY_ADDRESS; 'local': a Ray on this machine), sharing the study through --storage")
     bench = tools.add_parser('bench', help=TOOLS['bench'],
                              description="Each config's seeds train as one run (stacked where the policy stacks) in "
                                          "OUT/<name>/<name>_seed<k>/; the same command again skips the finished "
@@ -197,7 +200,7 @@ def _run_tool(args: argparse.Namespace) -> None:
     if args.tool == 'tune':
         from .pipeline.tune import load_space, tune
         tune(args.config, args.max_env_step, args.n_trials, args.stack, args.timeout, args.storage, args.study_name,
-             args.seed, load_space(args.space) if args.space else None, args.pruner)
+             args.seed, load_space(args.space) if args.space else None, args.pruner, args.ray)
         return
     if args.tool == 'bench':
         from ding_lite.config import parse_overrides
@@ -247,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                               "--aggregate or --x")
         if args.tool == 'bench' and bool(args.config) == bool(args.suite):
             tool_parser.error("bench: give -c CONFIG (repeatable) or --suite FILE, one of the two")
-        if args.tool == 'bench' and args.ray == '':
-            tool_parser.error("bench --ray: no Ray cluster to join (RAY_ADDRESS is not set): start one with 'ray start "
+        if args.tool in ('bench', 'tune') and args.ray == '':
+            tool_parser.error(f"{args.tool} --ray: no Ray cluster to join (RAY_ADDRESS is not set): start one with 'ray start "
                               "--head' (then 'ray start --address=HEAD:6379' on the other nodes) and give --ray "
                               "HEAD:6379 or set RAY_ADDRESS, or use --ray local for a Ray on this machine")
         if args.tool in ('tune', 'bench'):

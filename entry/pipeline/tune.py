@@ -103,11 +103,15 @@ def stacks(space: dict[str, list]) -> bool:
 
 def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, stack: int = 4,
          timeout: float | None = None, storage: str | None = None, study_name: str | None = None, seed: int = 0,
-         space: dict[str, list] | None = None, pruner: str = 'median') -> Any:
+         space: dict[str, list] | None = None, pruner: str = 'median', ray: str | None = None) -> Any:
     """Search ``space`` (default: the config's ``tune.space``, else ``DEFAULT_SPACE``) over ``n_trials`` trials of
     ``max_env_step`` env steps each (a resumed study counts the trials it has), ``stack`` rows at a time where they
     stack; stop starting trials after ``timeout`` seconds. Writes ``<name>_tune/best_config.py`` and
-    ``summary.txt``; returns the Optuna study."""
+    ``summary.txt``; returns the Optuna study. ``ray``: the stacked groups as Ray tasks on the cluster at that
+    address (``'local'``: a Ray on this machine), sharing the study through ``storage``."""
+    if ray is not None and not storage:
+        raise ConfigError("tune --ray shares the study between its Ray tasks through --storage: give an Optuna "
+                          "storage every node reaches (sqlite:///shared/search.db, or a journal file)")
     optuna = _optuna()
     main, create = read_config(input_cfg) if isinstance(input_cfg, str) else copy.deepcopy(tuple(input_cfg))
     section = main.pop('tune', None) or {}  # (the trials' and the best config's own runs need no search space)
@@ -123,20 +127,63 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
     if reason is not None and stack > 1:
         print(f"trials run one after another, not stacked: {reason}", flush=True)
         stack = 1
-    study = optuna.create_study(
-        study_name=study_name or os.path.basename(folder), storage=storage, load_if_exists=True,
-        direction='maximize', sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max_env_step // 3)
-        if pruner == 'median' else optuna.pruners.NopPruner())
+    search = SimpleNamespace(config=(main, create), folder=folder, space=space, seed=seed, max_env_step=max_env_step,
+                             n_trials=n_trials, stack=stack, timeout=timeout, storage=storage,
+                             study_name=study_name or os.path.basename(folder), pruner=pruner)
+    study = _study(optuna, search)
     _requeue_interrupted(study, optuna)
-    start = time.time()
     with _continued_by_the_same_search(storage):
-        while (left := n_trials - _finished(study, optuna)) > 0 and \
-                (timeout is None or time.time() - start < timeout):
-            trials = [study.ask() for _ in range(min(stack, left))]
-            _run_group(study, optuna, trials, (main, create), folder, space, seed, max_env_step)
+        if ray is None:
+            _search(study, optuna, search)
+        else:
+            _search_on_ray(ray, search)
     summarise_search(study, optuna, main, create, folder, space, max_env_step)
     return study
+
+
+def _study(optuna: Any, search: SimpleNamespace) -> Any:
+    return optuna.create_study(
+        study_name=search.study_name, storage=search.storage, load_if_exists=True, direction='maximize',
+        sampler=optuna.samplers.TPESampler(seed=search.seed, n_startup_trials=5, constant_liar=True),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=search.max_env_step // 3)
+        if search.pruner == 'median' else optuna.pruners.NopPruner())
+
+
+def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None = None) -> None:
+    """Run stacked groups of trials until the study has ``n_trials`` done (counting those other workers run)."""
+    start = time.time()
+    running = optuna.trial.TrialState.RUNNING
+    while (left := search.n_trials - _finished(study, optuna) - (len(study.get_trials(
+            deepcopy=False, states=(running,))) if worker else 0)) > 0 and \
+            (search.timeout is None or time.time() - start < search.timeout):
+        trials = [study.ask() for _ in range(min(search.stack, left))]
+        for trial in trials if worker else ():
+            trial.set_user_attr('worker', worker)
+        _run_group(study, optuna, trials, search.config, search.folder, search.space, search.seed,
+                   search.max_env_step)
+
+
+def _search_on_ray(address: str, search: SimpleNamespace) -> None:
+    """As many Ray tasks as stacked groups fill the search (at most the cluster's CPUs), each running groups of the
+    shared study; a task retried after a lost node first hands its own unfinished trials back to the study."""
+    import ray
+    if not ray.is_initialized():
+        ray.init(**({} if address == 'local' else {'address': address}), include_dashboard=False,
+                 logging_level='WARNING')
+    workers = max(1, min(math.ceil(search.n_trials / search.stack), int(ray.cluster_resources().get('CPU', 1))))
+    task = ray.remote(max_retries=3, retry_exceptions=False)(_search_task)
+    ray.get([task.remote(search) for _ in range(workers)])
+
+
+def _search_task(search: SimpleNamespace) -> None:
+    """A Ray task of a search: its trials tagged with its task id, which a retry shares: those a lost node left
+    running fail as interrupted and are asked again, so none is lost or counted twice."""
+    import ray
+    optuna = _optuna()
+    worker = ray.get_runtime_context().get_task_id()
+    study = _study(optuna, search)
+    _requeue_interrupted(study, optuna, worker)
+    _search(study, optuna, search, worker)
 
 
 @contextlib.contextmanager
@@ -179,9 +226,12 @@ def _finished(study: Any, optuna: Any) -> int:
                t.state == states.FAIL and not t.user_attrs.get('interrupted') for t in study.trials)
 
 
-def _requeue_interrupted(study: Any, optuna: Any) -> None:
-    """The trials a stopped search left running fail as interrupted, and their parameters are asked again."""
+def _requeue_interrupted(study: Any, optuna: Any, worker: str | None = None) -> None:
+    """The trials a stopped search (or a lost Ray task, ``worker``) left running fail as interrupted, and their
+    parameters are asked again."""
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if worker is not None and trial.user_attrs.get('worker') != worker:
+            continue
         study._storage.set_trial_user_attr(trial._trial_id, 'interrupted', True)
         study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
         study.enqueue_trial(trial.params, skip_if_exists=False)

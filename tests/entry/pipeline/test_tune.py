@@ -195,3 +195,28 @@ def test_a_configs_tune_section_is_the_searchs_space_and_training_keeps_it_aside
     assert list(study.trials[0].params) == ['policy.learn.alpha'] and isinstance(study, optuna.Study)
     best, _ = read_config(str(tmp_path / 'tiny_tune' / 'best_config.py'))
     assert 'tune' not in best and best.policy.learn.alpha == study.trials[0].params['policy.learn.alpha']
+
+
+def test_tune_with_ray_runs_its_stacked_groups_as_tasks_sharing_the_study(tmp_path):
+    pytest.importorskip('optuna')
+    pytest.importorskip('ray')
+    import os
+    import shutil
+    import tempfile
+    ray_tmp = tempfile.mkdtemp(prefix='ding_lite_tune_')  # a short path: Ray's sockets need one
+    command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '300', '--n-trials', '4',
+               '--stack', '2', '--storage', 'sqlite:///search.db', '--ray', 'local']
+    try:
+        run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, 'RAY_TMPDIR': ray_tmp, 'RAY_ADDRESS': ''})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import optuna
+    study = optuna.load_study(study_name='tiny_tune', storage=f'sqlite:///{tmp_path / "search.db"}')
+    done = [t for t in study.trials if t.state.name == 'COMPLETE']
+    assert len(done) >= 4 and all(t.user_attrs.get('worker') for t in done)  # each ran in a Ray task
+    assert len({t.user_attrs['worker'] for t in done}) == 2 and (tmp_path / 'tiny_tune' / 'best_config.py').exists()
+    refused = subprocess.run(command[:-4] + ['--ray', 'local'], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode != 0 and 'shares the study' in refused.stderr and '--storage' in refused.stderr
