@@ -159,8 +159,23 @@ def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None
         trials = [study.ask() for _ in range(min(search.stack, left))]
         for trial in trials if worker else ():
             trial.set_user_attr('worker', worker)
-        _run_group(study, optuna, trials, search.config, search.folder, search.space, search.seed,
-                   search.max_env_step)
+        if worker:  # workers that asked at once: the trials past n_trials (by number) are given back unrun
+            trials = [trial for trial in trials if not _surplus(study, optuna, trial, search.n_trials)]
+        if trials:
+            _run_group(study, optuna, trials, search.config, search.folder, search.space, search.seed,
+                       search.max_env_step)
+
+
+def _surplus(study: Any, optuna: Any, trial: Any, n_trials: int) -> bool:
+    """Whether ``trial`` is past the search's ``n_trials`` among the trials that count, in number order (another
+    worker asked the earlier ones); such a trial is told failed, marked ``surplus``, and not counted."""
+    counted = [t for t in study.get_trials(deepcopy=False) if t.number <= trial.number and
+               not (t.user_attrs.get('interrupted') or t.user_attrs.get('surplus'))]
+    if len(counted) <= n_trials:
+        return False
+    trial.set_user_attr('surplus', True)
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    return True
 
 
 def _search_on_ray(address: str, search: SimpleNamespace) -> None:
@@ -222,8 +237,8 @@ def _why_one_at_a_time(main: EasyDict, create: EasyDict, seed: int, space: dict[
 def _finished(study: Any, optuna: Any) -> int:
     """Trials done: complete, pruned, or failed on their own (not stopped by an interrupted search)."""
     states = optuna.trial.TrialState
-    return sum(t.state in (states.COMPLETE, states.PRUNED) or
-               t.state == states.FAIL and not t.user_attrs.get('interrupted') for t in study.trials)
+    return sum(t.state in (states.COMPLETE, states.PRUNED) or t.state == states.FAIL and
+               not (t.user_attrs.get('interrupted') or t.user_attrs.get('surplus')) for t in study.trials)
 
 
 def _requeue_interrupted(study: Any, optuna: Any, worker: str | None = None) -> None:
