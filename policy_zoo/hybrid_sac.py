@@ -62,21 +62,34 @@ class HybridSACPolicy(SACPolicy):
         choice = batch.action[:, 0].long().view(1, -1, 1).expand(q_all.shape[0], -1, 1)
         return q_all.gather(2, choice).squeeze(2)
 
-    def _soft_target_v(self, next_obs: Tensor) -> Tensor:
-        """``sum_k pi(k) (min Q(s', a', k) - alpha_k log pi(k)) - alpha log pi(a')``, one Box draw ``a'``."""
-        log_pi, mu, sigma = self._hybrid_actor(next_obs)
+    def _box_q(self, obs: Tensor, mu: Tensor, sigma: Tensor, target: bool = False) -> tuple[Tensor, Tensor]:
+        """``(min Q(s, a_k, k) [B, K], log pi(a_k) [B] or [B, K])``: one reparameterised Box draw for all choices
+        (a shared Gaussian), or one per choice from its own (``model.box_per_choice``), each valued as that choice."""
         box, log_prob = tanh_gaussian_sample(mu, sigma)
-        q_min = self._critic(next_obs, box, target=True).min(0).values           # [B, K]
-        v_choice = (log_pi.exp() * (q_min - self._alpha_choice.value * log_pi)).sum(-1)
-        return v_choice - self._alpha.value * log_prob
+        if mu.dim() == 2:
+            return self._critic(obs, box, target=target).min(0).values, log_prob
+        batch, choices = box.shape[:2]
+        q = self._critic(obs.repeat_interleave(choices, 0), box.reshape(batch * choices, -1), target=target)
+        q = q.reshape(q.shape[0], batch, choices, choices).diagonal(dim1=2, dim2=3)  # [E, B, K]: Q(s, a_k, k)
+        return q.min(0).values, log_prob
+
+    def _soft_target_v(self, next_obs: Tensor) -> Tensor:
+        """``sum_k pi(k) (min Q(s', a'_k, k) - alpha_k log pi(k) - alpha log pi(a'_k))``, ``a'_k`` the Box draw
+        (one shared by the choices, or each choice's own)."""
+        log_pi, mu, sigma = self._hybrid_actor(next_obs)
+        q_min, log_prob = self._box_q(next_obs, mu, sigma, target=True)          # [B, K], [B] or [B, K]
+        log_prob = log_prob.unsqueeze(-1) if log_prob.dim() == 1 else log_prob
+        return (log_pi.exp() * (q_min - self._alpha_choice.value * log_pi - self._alpha.value * log_prob)).sum(-1)
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
-        """``sum_k pi(k) (alpha_k log pi(k) - min Q(s, a, k)) + alpha log pi(a)`` over reparameterised Box actions;
-        the entropy returned is the Box's (``_actor_step`` moves the choice's temperature on its own)."""
+        """``sum_k pi(k) (alpha_k log pi(k) + alpha log pi(a_k) - min Q(s, a_k, k))`` over reparameterised Box
+        actions; the entropy returned is the Box's (expected over the choices with a Gaussian per choice), for SAC's
+        temperature (``_actor_step`` moves the choice's on its own)."""
         log_pi, mu, sigma = self._hybrid_actor(obs)
-        box, log_prob = tanh_gaussian_sample(mu, sigma)
-        q_min = self._critic(obs, box).min(0).values                             # [B, K]
+        q_min, log_prob = self._box_q(obs, mu, sigma)
         pi = log_pi.exp()
+        if log_prob.dim() == 2:  # a Gaussian per choice: the Box's entropy in expectation over the choice
+            log_prob = (pi * log_prob).sum(-1)
         loss = (pi * (self._alpha_choice.value * log_pi - q_min)).sum(-1) + self._alpha.value * log_prob
         self._choice_entropy = -(pi * log_pi).sum(-1).detach()
         stats = {'mu': mu.detach().mean(), 'log_sigma': sigma.detach().log().mean(),
@@ -90,9 +103,11 @@ class HybridSACPolicy(SACPolicy):
         return stats
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
-        """The Box's entropy (as SAC's) plus the choice's."""
-        log_pi = F.log_softmax(output['choice_logit'], dim=-1)
-        return super()._collect_entropy(output, kwargs) - (log_pi.exp() * log_pi).sum(-1)
+        """The Box's entropy (as SAC's; expected over the choice with a Gaussian per choice) plus the choice's."""
+        pi = F.softmax(output['choice_logit'], dim=-1)
+        box = super()._collect_entropy(output, kwargs)   # [B], or [B, K] with a Gaussian per choice
+        box = (pi * box).sum(-1) if box.dim() == 2 else box
+        return box - (pi * pi.clamp_min(1e-30).log()).sum(-1)
 
     def _monitor_vars_learn(self) -> list[str]:
         return super()._monitor_vars_learn() + (['alpha_choice_loss'] if self._alpha_choice.learned else [])

@@ -211,14 +211,16 @@ class HybridQAC(ContinuousQAC):
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        """ContinuousQAC's keys and ``choices``."""
-        return EasyDict({**ContinuousQAC.default_config(), 'choices': 2})
+        """ContinuousQAC's keys, ``choices`` and ``box_per_choice``."""
+        return EasyDict({**ContinuousQAC.default_config(), 'choices': 2, 'box_per_choice': False})
 
     def __init__(
             self,
             obs_shape: int | list,                # observation size
             action_shape: int | list,             # the Box part's size
             choices: int = 2,                     # the Discrete part's size (read from the env)
+            box_per_choice: bool = False,         # a Gaussian over the Box per choice (mu, sigma [B, K, D]); False:
+                                                  # one shared by the choices
             **kwargs: Any,                        # ContinuousQAC's keys
     ) -> None:
         unsupported = {key: kwargs[key] for key in ('n_quantiles', 'reward_heads', 'rnn', 'value_network',
@@ -229,12 +231,17 @@ class HybridQAC(ContinuousQAC):
         if not (isinstance(choices, int) and choices >= 2):
             raise ValueError(f"model.choices (the Discrete part's size) must be an int >= 2, got {choices!r}")
         super().__init__(obs_shape, action_shape, **{**kwargs, 'n_quantiles': choices})  # a value per choice
-        self.choices = choices
+        self.choices, self.box_per_choice = choices, bool(box_per_choice)
         body, gaussian = self.actor[:-1], self.actor[-1]
+        if self.box_per_choice:
+            gaussian = ReparameterizationHead(gaussian.mu.in_features, self.action_size * choices,
+                                              gaussian.log_sigma_min, gaussian.log_sigma_max)
         self.actor = HybridActor(body, gaussian, nn.Linear(gaussian.mu.in_features, choices))
 
     def compute_actor(self, obs: Tensor) -> dict[str, Any]:
         mu, sigma, choice_logit = self.actor(obs)
+        if self.box_per_choice:  # [B, K, D]: row k the Gaussian of choice k
+            mu, sigma = (x.reshape(*x.shape[:-1], self.choices, self.action_size) for x in (mu, sigma))
         return {'logit': [mu, sigma], 'choice_logit': choice_logit}
 
 

@@ -285,11 +285,11 @@ class HybridSampleWrapper(ModelWrapper):
         output = self._model.forward(*args, **kwargs)
         mu, sigma = output['logit']
         logit = output['choice_logit']
-        if self.deterministic:
-            choice, box = logit.argmax(-1), torch.tanh(mu)
-        else:
-            choice = torch.multinomial(logit.softmax(-1), 1).squeeze(-1)
-            box = torch.tanh(mu + sigma * torch.randn_like(mu))
+        choice = logit.argmax(-1) if self.deterministic else torch.multinomial(logit.softmax(-1), 1).squeeze(-1)
+        if mu.dim() == logit.dim() + 1:  # a Gaussian per choice [B, K, D]: the chosen one's
+            index = choice.view(-1, 1, 1).expand(-1, 1, mu.shape[-1])
+            mu, sigma = mu.gather(1, index).squeeze(1), sigma.gather(1, index).squeeze(1)
+        box = torch.tanh(mu) if self.deterministic else torch.tanh(mu + sigma * torch.randn_like(mu))
         output['action'] = torch.cat([choice.unsqueeze(-1).to(box.dtype), box], -1)
         return output
 

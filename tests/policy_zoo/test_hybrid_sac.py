@@ -39,13 +39,14 @@ def _noiseless(mu, sigma):
     return torch.tanh(u), log_prob
 
 
-def _policy() -> HybridSACPolicy:
+def _policy(**model) -> HybridSACPolicy:
     torch.manual_seed(0)
     main = dict(exp_name='unused', policy=dict(
-        model=dict(obs_shape=3, action_shape=2, choices=3, actor_head_hidden_size=16, critic_head_hidden_size=16),
+        model=dict(obs_shape=3, action_shape=2, choices=3, actor_head_hidden_size=16, critic_head_hidden_size=16,
+                   **model),
         learn=dict(batch_size=8, alpha=0.3, discount_factor=0.9)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type='hybrid_sac')), save_cfg=False).policy
-    policy = HybridSACPolicy(cfg, enable_field=['learn'])
+    policy = HybridSACPolicy(cfg, enable_field=['learn', 'eval'])
     with torch.no_grad():
         policy._alpha_choice.raw.fill_(math.log(0.7))  # the two temperatures apart
     return policy
@@ -110,3 +111,29 @@ def test_a_checkpoint_holds_the_choices_temperature():
     fresh = _policy()
     fresh.learn_mode.load_state_dict(state)
     assert fresh._alpha_choice.value.item() == policy._alpha_choice.value.item() != 0.7
+
+
+def test_a_gaussian_per_choice_values_each_choice_at_its_own_box(monkeypatch):
+    monkeypatch.setattr('policy_zoo.hybrid_sac.tanh_gaussian_sample', _noiseless)
+    policy, batch = _policy(box_per_choice=True), _batch()
+    model, target = policy._model, policy._target_model
+    with torch.no_grad():
+        out = model.compute_actor(batch.next_obs)
+        mu, sigma = out['logit']
+        assert mu.shape == (8, 3, 2)
+        log_pi = F.log_softmax(out['choice_logit'], -1)
+        v = torch.zeros(8)
+        for k in range(3):  # each choice's own Box draw, valued as that choice
+            box, log_prob = _noiseless(mu[:, k], sigma[:, k])
+            q = target.forward({'obs': batch.next_obs, 'action': box}, mode='compute_critic')['q_value']
+            v += log_pi[:, k].exp() * (q[..., k].min(0).values - 0.7 * log_pi[:, k] - 0.3 * log_prob)
+        torch.testing.assert_close(policy._soft_target_v(batch.next_obs), v, rtol=1e-5, atol=1e-6)
+        greedy = policy.eval_mode.forward_batch(batch.obs)['action']  # the likeliest choice, its own tanh(mu)
+        out = model.compute_actor(batch.obs)
+        choice = out['choice_logit'].argmax(-1)
+        torch.testing.assert_close(greedy[:, 0], choice.float())
+        torch.testing.assert_close(greedy[:, 1:], torch.tanh(out['logit'][0][torch.arange(8), choice]))
+    stats = policy.learn_mode.forward(batch)
+    assert all(torch.isfinite(v).all() for v in stats.values())
+    entropy = policy._collect_entropy({'logit': torch.stack(out['logit'], 1), 'choice_logit': out['choice_logit']}, {})
+    assert entropy.shape == (8,) and torch.isfinite(entropy).all()  # the collect entropy's log, one value a row
