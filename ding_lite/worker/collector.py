@@ -14,7 +14,8 @@ from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics, team_episode
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
+    team_episode
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
@@ -287,7 +288,7 @@ class _SerialCollector:
         self._last_print_iter = train_iter
         self._write_lessons()
         self.write_log(self._episode_info, train_iter, self.envstep, self.env_restarts, self.pop_entropy(),
-                       self.nonfinite_dropped, self.pop_info_stats())
+                       self.nonfinite_dropped, pop_env_stats(self._env))
         self._episode_info = []
 
     def _advance_lessons(self) -> None:
@@ -320,11 +321,6 @@ class _SerialCollector:
         that logs them itself (a Ray collector's driver); forgets them here."""
         episodes, self.finished_episodes, self._episode_info = self.finished_episodes, [], []
         return episodes
-
-    def pop_info_stats(self) -> dict[str, float]:
-        """The envs' ``env.info_stats`` aggregated since the last call."""
-        stats = getattr(self._env, 'info_stats', None)
-        return stats.pop() if stats is not None else {}
 
     def pop_entropy(self) -> float | None:
         """The collecting policy's mean entropy since the last call (None where the policy does not say)."""

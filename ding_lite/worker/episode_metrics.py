@@ -24,11 +24,24 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
         info = {**info, SUCCESS_KEY: info[alias]}
     metrics = {}
     for key in dict.fromkeys([*keys, SUCCESS_KEY]):
-        value = info.get(key)
-        if isinstance(value, (bool, int, float, np.bool_, np.number)) or \
-                (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
-            metrics[key] = float(np.asarray(value).reshape(()))
+        value = as_number(info.get(key))
+        if value is not None:
+            metrics[key] = value
     return metrics
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a float where it is one number (a Python or numpy scalar, or a one-element array), else None."""
+    if isinstance(value, (bool, int, float, np.bool_, np.number)) or \
+            (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
+        return float(np.asarray(value).reshape(()))
+    return None
+
+
+def pop_env_stats(manager: Any) -> dict[str, float]:
+    """An env manager's ``env.info_stats`` aggregated since the last call (nothing without them)."""
+    stats = getattr(manager, 'info_stats', None)
+    return stats.pop() if stats is not None else {}
 
 
 class InfoStats:
@@ -44,15 +57,17 @@ class InfoStats:
     def record(self, info: dict[str, Any]) -> None:
         """Add the values of one env step's ``info``."""
         for key in self.spec.keys() & info.keys():
-            value = info[key]
-            if not isinstance(value, (bool, int, float, np.bool_, np.number)) and \
-                    not (isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in 'biuf'):
-                raise ValueError(f"env.info_stats: the env's info[{key!r}] is {type(value).__name__} "
-                                 f"{value!r:.80}; expected a number")
-            value = float(np.asarray(value).reshape(()))
-            keep = self.spec[key] == 'most_recent' or key not in self._total
-            self._total[key] = value if keep else self._total[key] + value
-            self._count[key] = self._count.get(key, 0) + 1
+            value = as_number(info[key])
+            if value is None:
+                raise ValueError(f"env.info_stats: the env's info[{key!r}] is {type(info[key]).__name__} "
+                                 f"{info[key]!r:.80}; expected a number")
+            self._add(key, value, 1)
+
+    def _add(self, key: str, total: float, count: int) -> None:
+        """``count`` values adding up to ``total`` (most_recent: the last of them) into ``key``'s aggregate."""
+        keep = self.spec[key] == 'most_recent' or key not in self._total
+        self._total[key] = total if keep else self._total[key] + total
+        self._count[key] = self._count.get(key, 0) + count
 
     def pop(self) -> dict[str, float]:
         """Each key's aggregate over the values recorded since the last call (keys with none are left out)."""
@@ -68,9 +83,7 @@ class InfoStats:
     def add_parts(self, parts: dict[str, tuple[float, int]]) -> None:
         """Merge another recorder's ``pop_parts`` (a later most-recent value replaces this one's)."""
         for key, (total, count) in parts.items():
-            keep = self.spec[key] == 'most_recent' or key not in self._total
-            self._total[key] = total if keep else self._total[key] + total
-            self._count[key] = self._count.get(key, 0) + count
+            self._add(key, total, count)
 
 
 class ReturnTally:

@@ -17,7 +17,8 @@ from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
 from .collector import Forward
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, return_metrics, team_episode
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
+    team_episode
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
@@ -101,13 +102,8 @@ class InteractionSerialEvaluator:
             self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
         self.episode_metrics, self.info_stats = [], {}
-        self._pop_info_stats()  # what other steps of these envs reported does not count
+        pop_env_stats(self._env)  # what other steps of these envs reported does not count
         self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
-
-    def _pop_info_stats(self) -> dict[str, float]:
-        """The envs' ``env.info_stats`` aggregated since the last call."""
-        stats = getattr(self._env, 'info_stats', None)
-        return stats.pop() if stats is not None else {}
 
     def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs with episodes still to run and their observations stacked, where the policy and the env
@@ -321,7 +317,7 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
             else:
                 evaluator._advance(dict(zip(ready[k][0], actions[k])))
     for evaluator in evaluators:
-        evaluator.info_stats = evaluator._pop_info_stats()
+        evaluator.info_stats = pop_env_stats(evaluator._env)
         parameters = getattr(evaluator._env, 'parameters', None)
         if parameters is not None:  # a lesson measured on evaluations (completion_criteria.source='evaluator')
             parameters.curriculum.episode_returns(evaluator._returns, 'evaluator')

@@ -152,10 +152,11 @@ def _study(optuna: Any, search: SimpleNamespace) -> Any:
 def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None = None) -> None:
     """Run stacked groups of trials until the study has ``n_trials`` done (counting those other workers run)."""
     start = time.time()
-    running = optuna.trial.TrialState.RUNNING
-    while (left := search.n_trials - _finished(study, optuna) - (len(study.get_trials(
-            deepcopy=False, states=(running,))) if worker else 0)) > 0 and \
-            (search.timeout is None or time.time() - start < search.timeout):
+
+    def remaining() -> int:  # a worker leaves the trials the others run to them
+        running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if worker else []
+        return search.n_trials - _finished(study, optuna) - len(running)
+    while (left := remaining()) > 0 and (search.timeout is None or time.time() - start < search.timeout):
         trials = [study.ask() for _ in range(min(search.stack, left))]
         for trial in trials if worker else ():
             trial.set_user_attr('worker', worker)
