@@ -176,7 +176,10 @@ class BaseEnvManager:
         """Step the given envs. A timestep with ``info['abnormal']`` ends an episode that broke off (the env
         was restarted): it is no transition, and the env's next obs starts a new episode."""
         self._check_ready(actions)
-        timesteps = self._env_step(actions)
+        return self._stepped(actions, self._env_step(actions))
+
+    def _stepped(self, actions: dict[int, Any], timesteps: dict[int, BaseEnvTimestep]) -> dict[int, BaseEnvTimestep]:
+        """``step``'s bookkeeping of the envs' ``timesteps`` for ``actions``."""
         for env_id, timestep in timesteps.items():
             self._after_step(env_id, timestep.obs, timestep.done, actions[env_id])
             if self.info_stats is not None:
@@ -227,6 +230,13 @@ class BaseEnvManager:
             info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
             return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
         return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))
+
+    def step_batch_begin(self, env_ids: list[int], actions: np.ndarray) -> Callable[[], BaseEnvBatchTimestep]:
+        """``step_batch`` begun: the call returned finishes it. Envs in processes of their own step meanwhile, so
+        the caller can begin other managers' steps before it finishes any (many seeds' envs step at once); envs
+        in this process step here and now."""
+        timestep = self.step_batch(env_ids, actions)
+        return lambda: timestep
 
     @property
     def done(self) -> bool:

@@ -19,8 +19,8 @@ import numpy as np
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
-from .base_env import BaseEnv, BaseEnvTimestep
-from .env_manager import BaseEnvManager
+from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
+from .env_manager import BaseEnvManager, batch_of_timesteps
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +194,12 @@ class SubprocessEnvManager(BaseEnvManager):
 
     def _request(self, requests: dict[int, tuple[str, Any]], timeout: float) -> dict[int, tuple[bool, Any]]:
         """Send each env its ``(command, arg)`` and gather ``{env_id: (ok, result or error text)}`` by ``timeout``."""
+        return self._send(requests, timeout)()
+
+    def _send(self, requests: dict[int, tuple[str, Any]], timeout: float
+              ) -> Callable[[], dict[int, tuple[bool, Any]]]:
+        """Send each env its ``(command, arg)``; the call returned gathers the replies (``_request``'s), waiting
+        until ``timeout`` after the send."""
         replies, pending = {}, {}
         for env_id, request in requests.items():
             try:
@@ -205,6 +211,10 @@ class SubprocessEnvManager(BaseEnvManager):
             timeout = max(timeout, self._cfg.connect_timeout)
         self._fresh -= set(requests)
         deadline = time.monotonic() + timeout
+        return lambda: self._gather(requests, replies, pending, deadline, timeout)
+
+    def _gather(self, requests: dict[int, tuple[str, Any]], replies: dict[int, tuple[bool, Any]],
+                pending: dict[Connection, int], deadline: float, timeout: float) -> dict[int, tuple[bool, Any]]:
         while pending:
             ready = wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
             if not ready:
@@ -254,9 +264,23 @@ class SubprocessEnvManager(BaseEnvManager):
         self._call(env_id, 'set_parameters', (values, self.parameters.via))
 
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        return self._env_step_begin(actions)()
+
+    def _env_step_begin(self, actions: dict[int, Any]) -> Callable[[], dict[int, BaseEnvTimestep]]:
+        """The envs' steps sent; the call returned gathers their timesteps (restarting the envs that failed)."""
         # numpy, not tensors, through the pipe: pickling a tensor moves it into shared memory (milliseconds)
-        requests = {i: ('step', to_ndarray(a)) for i, a in actions.items()}
-        replies = self._request(requests, self._cfg.step_timeout)
+        gather = self._send({i: ('step', to_ndarray(a)) for i, a in actions.items()}, self._cfg.step_timeout)
+        return lambda: self._timesteps(actions, gather())
+
+    def step_batch_begin(self, env_ids: list[int], actions: np.ndarray) -> Callable[[], BaseEnvBatchTimestep]:
+        """``step_batch`` sent to the envs' processes; the call returned gathers it."""
+        self._check_ready(env_ids)
+        given = dict(zip(env_ids, actions))
+        gather = self._env_step_begin(given)
+        return lambda: batch_of_timesteps(self, env_ids, self._stepped(given, gather()))
+
+    def _timesteps(self, actions: dict[int, Any], replies: dict[int, tuple[bool, Any]]
+                   ) -> dict[int, BaseEnvTimestep]:
         timesteps = {}
         for env_id in actions:
             ok, result = replies[env_id]

@@ -284,7 +284,8 @@ class Policy:
         """The collect distribution's mean entropy over the latest collect forwards, which it then forgets (one
         host sync); None where the policy defines no ``_collect_entropy``."""
         recent, self._recent_outputs = self._recent_outputs, deque(maxlen=ENTROPY_WINDOW)
-        values = [value for output, kwargs in recent if (value := self._collect_entropy(output, kwargs)) is not None]
+        values = [value for output, kwargs in _joined(recent)
+                  if (value := self._collect_entropy(output, kwargs)) is not None]
         return float(torch.cat(values).float().mean()) if values else None
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor | None:
@@ -409,3 +410,40 @@ def create_policy(cfg: dict, model: nn.Module | None = None,
     policy is given)."""
     cls = get_policy_cls(cfg)
     return cls(cfg, model=model if model is None else cls.init_model(model, cfg), enable_field=enable_field)
+
+
+def _joined(recent: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Consecutive collect forwards called alike (the same plain keywords, outputs of one form) as one forward of
+    all their rows: one entropy computation for them instead of one per forward (a kernel launch each on a GPU)."""
+    groups: list[tuple[list[dict], dict, Any]] = []
+    for output, kwargs in recent:
+        form = _form(output) if all(isinstance(v, (bool, int, float, str, type(None))) for v in kwargs.values()) \
+            else None
+        if form is not None and groups and groups[-1][2] == form and groups[-1][1] == kwargs:
+            groups[-1][0].append(output)
+        else:
+            groups.append(([output], kwargs, form))
+    return [(outputs[0] if len(outputs) == 1 else _cat(outputs), kwargs) for outputs, kwargs, _ in groups]
+
+
+def _form(value: Any) -> Any:
+    """The nesting, row shapes and dtypes of a forward's output (None where a leaf is not a tensor with rows)."""
+    if isinstance(value, Tensor):
+        return (tuple(value.shape[1:]), value.dtype, value.device) if value.dim() else None
+    if isinstance(value, dict):
+        forms = tuple((k, _form(v)) for k, v in value.items())
+        return None if any(f is None for _, f in forms) else ('dict', forms)
+    if isinstance(value, (list, tuple)):
+        forms = tuple(_form(v) for v in value)
+        return None if any(f is None for f in forms) else (type(value).__name__, forms)
+    return None
+
+
+def _cat(outputs: list[Any]) -> Any:
+    """Outputs of one ``_form`` as one, their rows in order."""
+    first = outputs[0]
+    if isinstance(first, Tensor):
+        return torch.cat(outputs)
+    if isinstance(first, dict):
+        return {k: _cat([o[k] for o in outputs]) for k in first}
+    return type(first)(_cat(list(parts)) for parts in zip(*outputs))

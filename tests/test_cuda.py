@@ -145,12 +145,12 @@ def _noiseless(mu, sigma):
     return torch.tanh(mu + 0.5 * sigma), (-sigma.log() - 0.125).sum(-1)
 
 
-def _cuda_policy(**learn):
+def _cuda_policy(seed=0, fields=('learn',), **learn):
     main = dict(exp_name='unused', policy=dict(cuda=True, model=dict(obs_shape=17, action_shape=6),
                                                learn=dict(batch_size=64, **learn)))
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     return SACPolicy(compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy,
-                     enable_field=['learn'])
+                     enable_field=list(fields))
 
 
 def _cuda_batch(seed, n=64):
@@ -338,3 +338,22 @@ def test_many_seeds_share_one_captured_update_that_matches_the_eager_one(monkeyp
     assert not graphed.lead._update.eager and len(graphed.lead._update._graphs) == 1
     for a, b in zip(graphed.lead.model.parameters(), eager.lead.model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_many_seeds_act_through_captured_forwards_as_the_eager_ones():
+    """With ``learn.cuda_graph`` the seeds' collect and eval forwards replay a graph each: the same actions (eval)
+    and distributions (collect) as the eager axis gives, every seed its own, back on the host."""
+    from entry.pipeline.seed_axis import SeedAxis
+    graphed, eager = (SeedAxis([_cuda_policy(k, ('learn', 'collect', 'eval'), cuda_graph=graph) for k in range(3)])
+                      for graph in (True, False))
+    for step in range(6):                                  # 3 warm-up calls, the capture, then replays
+        obs = [torch.randn(4, 17) for _ in range(3)]
+        for mode, key in (('eval', 'action'), ('collect', 'logit')):
+            got, expected = graphed.act(mode, obs), eager.act(mode, obs)
+            assert all(g[key].device.type == 'cpu' for g in got)
+            for g, e in zip(got, expected):
+                torch.testing.assert_close(g[key], e[key], rtol=1e-4, atol=1e-5)
+    assert not torch.equal(expected[0]['logit'], expected[1]['logit'])  # each seed acts with its own weights
+    assert set(graphed._graphs) == {'eval', 'collect'}
+    assert all(not s.eager and len(s._graphs) == 1 for s in graphed._graphs.values())
+

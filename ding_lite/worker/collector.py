@@ -163,10 +163,25 @@ class _SerialCollector:
                       output: dict[str, Tensor]) -> dict[str, np.ndarray]:
         """``_step`` as columns (an array per transition field, a row per env) through the env manager's
         ``step_batch``: the ready envs ``ids`` (``_ready_columns``) act on the policy's ``output`` for ``obs``."""
+        return self._begin_step_columns(keys, ids, obs, output)()
+
+    def _begin_step_columns(self, keys: list[str], ids: list[int], obs: np.ndarray,
+                            output: dict[str, Tensor]) -> Callable[[], dict[str, np.ndarray]]:
+        """``_step_columns`` begun (the envs' step sent, where they step in processes of their own); the call
+        returned finishes it."""
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
         if self._memory is not None:
             columns.update(self._memory.acted(ids, output['state']))
-        step = self._env.step_batch(ids, columns['action'])
+        begin = getattr(self._env, 'step_batch_begin', None)
+        if begin is None:  # a user's manager with step_batch only
+            step = self._env.step_batch(ids, columns['action'])
+            return lambda: self._stepped_columns(ids, obs, columns, step)
+        finish = begin(ids, columns['action'])
+        return lambda: self._stepped_columns(ids, obs, columns, finish())
+
+    def _stepped_columns(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
+                         step: Any) -> dict[str, np.ndarray]:
+        """The transitions of the envs' ``step`` on ``columns`` from ``obs``, as ``_step_columns`` returns them."""
         for env_id in step.restarted:  # a restarted env's broken step: no transition
             self.env_restarts += 1
             self._end_episode(env_id)
@@ -463,8 +478,10 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
         inputs = [torch.from_numpy(obs) for _, obs in ready]
         outputs = forward(inputs, todo) if forward is not None else \
             [collectors[k]._forward_rows(ids, o, policy_kwargs) for k, (ids, _), o in zip(todo, ready, inputs)]
-        for k, (ids, obs), output in zip(todo, ready, outputs):
-            chunks[k].append(collectors[k]._step_columns(keys[k], ids, obs, output))
+        finishes = [collectors[k]._begin_step_columns(keys[k], ids, obs, output)  # every env's step sent, then
+                    for k, (ids, obs), output in zip(todo, ready, outputs)]    # gathered: processes step at once
+        for k, finish in zip(todo, finishes):
+            chunks[k].append(finish())
             counts[k] += len(chunks[k][-1]['reward'])
     batches = []
     for collector, parts in zip(collectors, chunks):

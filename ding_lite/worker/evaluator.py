@@ -177,7 +177,19 @@ class InteractionSerialEvaluator:
     def _advance_columns(self, ids: list[int], actions: np.ndarray) -> None:
         """``_advance`` through the env manager's ``step_batch`` (row k of ``actions`` for env ``ids[k]``): the
         rewards tallied as columns, one ``isfinite`` per field, per env only where an episode ended."""
-        step = self._env.step_batch(ids, actions)
+        self._begin_advance_columns(ids, actions)()
+
+    def _begin_advance_columns(self, ids: list[int], actions: np.ndarray) -> Callable[[], None]:
+        """``_advance_columns`` begun (the envs' step sent, where they step in processes of their own); the call
+        returned finishes it."""
+        begin = getattr(self._env, 'step_batch_begin', None)
+        if begin is None:  # a user's manager with step_batch only
+            step = self._env.step_batch(ids, actions)
+            return lambda: self._advanced_columns(ids, actions, step)
+        finish = begin(ids, actions)
+        return lambda: self._advanced_columns(ids, actions, finish())
+
+    def _advanced_columns(self, ids: list[int], actions: np.ndarray, step: Any) -> None:
         for env_id in step.restarted:
             self._broken_episode(env_id, {'error': 'its env was restarted'})
         rows = step.env_id
@@ -308,14 +320,17 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
         outputs = forward(inputs, list(ready)) if forward is not None and ready else \
             [evaluators[k]._forward_rows(ids, o) for (k, (ids, _)), o in zip(ready.items(), inputs)]
         actions = {k: output['action'].numpy(force=True) for k, output in zip(ready, outputs)}
+        finishes = []  # every evaluator's envs stepping at once (where they step in processes), then gathered
         for k in running:
             evaluator = evaluators[k]
             if k not in actions:
                 evaluator._advance(evaluator._per_env_actions())
             elif evaluator._columnar():
-                evaluator._advance_columns(ready[k][0], actions[k])
+                finishes.append(evaluator._begin_advance_columns(ready[k][0], actions[k]))
             else:
                 evaluator._advance(dict(zip(ready[k][0], actions[k])))
+        for finish in finishes:
+            finish()
     for evaluator in evaluators:
         evaluator.info_stats = pop_env_stats(evaluator._env)
         parameters = getattr(evaluator._env, 'parameters', None)

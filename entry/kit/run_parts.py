@@ -19,6 +19,7 @@ from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
+from ding_lite.worker.collector import collect_batches
 from ding_lite.worker.episode_metrics import InfoStats
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
@@ -141,11 +142,26 @@ def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: in
                    seed: int) -> dict[str, Any]:
     """At least ``n_sample`` training samples (one batch) from uniform random actions in ``env``'s action space
     (an env with an agent axis: a row per agent), the warm-up before learning."""
-    space = getattr(getattr(env, 'env_ref', env), 'joint_action_space', None) or env.action_space
-    collector.reset_policy(RandomCollectPolicy(collect_policy, space, seed))
+    collector.reset_policy(RandomCollectPolicy(collect_policy, _action_space(env), seed))
     samples = collect_batch(collector, n_sample)
     collector.reset_policy(collect_policy)
     return samples
+
+
+def random_collect_together(collectors: list[Any], collect_policies: list[SimpleNamespace], n_sample: int,
+                            envs: list[Any], seeds: list[int]) -> list[dict[str, Any]]:
+    """``random_collect`` of plain collectors (``SampleSerialCollector``s) stepped together: the same samples,
+    their envs stepping at once where they run in processes of their own."""
+    for collector, policy, env, seed in zip(collectors, collect_policies, envs, seeds):
+        collector.reset_policy(RandomCollectPolicy(policy, _action_space(env), seed))
+    batches = collect_batches(collectors, n_sample)
+    for collector, policy in zip(collectors, collect_policies):
+        collector.reset_policy(policy)
+    return batches
+
+
+def _action_space(env: Any) -> Any:
+    return getattr(getattr(env, 'env_ref', env), 'joint_action_space', None) or env.action_space
 
 
 def expert_mode(policy: Policy, deterministic: bool = True) -> SimpleNamespace:

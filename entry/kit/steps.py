@@ -203,10 +203,15 @@ def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max_env_
     return min(max_train_iter, cfg.policy.learn.learner.train_iterations)
 
 
+def needs_warm_up(cfg: EasyDict, run: SimpleNamespace) -> bool:
+    """Whether ``run`` starts with ``random_collect_size`` random env steps: a new run that asks for them."""
+    learner = run.learner
+    return cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None
+
+
 def warm_up(cfg: EasyDict, run: SimpleNamespace) -> None:
     """``random_collect_size`` env steps of uniformly random actions into the buffer, before a new run learns."""
-    learner = run.learner
-    if cfg.policy.random_collect_size > 0 and learner.train_iter == 0 and learner.last_resume_point is None:
+    if needs_warm_up(cfg, run):
         with run.timer.phase('collect'):
             store(cfg, run, random_collect(run.collector, run.policy.collect_mode, cfg.policy.random_collect_size,
                                            run.collector_env, cfg.seed))

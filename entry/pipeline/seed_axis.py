@@ -28,6 +28,7 @@ from ding_lite.capabilities import FEATURES, enabled
 from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
 from ding_lite.rl_utils import optimizer_step
+from ding_lite.utils.cuda_graph import CudaGraphStep
 from policy_zoo import Policy, SACPolicy, SQILSACPolicy
 from ..kit.capabilities import SEEDS
 
@@ -150,6 +151,8 @@ class SeedAxis:
         self.lead.map_seeds(self._seedwise, functools.partial(optimizer_step, seed_axis=True))
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
+        cuda = torch.device(self.lead.device).type == 'cuda'
+        self._graphs: dict[Any, CudaGraphStep] | None = {} if cuda and first.cfg.learn.get('cuda_graph') else None
         vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
 
     def forward(self, batches: list[Batch | list[dict]] | Fields) -> list[dict[str, Tensor]]:
@@ -196,16 +199,38 @@ class SeedAxis:
         ``forward_batch`` gives them. The collect forward's noise comes from the caller's stream, for all seeds."""
         present = [k for k, o in enumerate(obs) if o is not None]
         if mode == 'eval':
-            return self._split(self._seedwise(self.lead.eval_act, _padded(obs)), obs)
+            return self._split(self._mapped(self.lead.eval_act, _padded(obs), 'eval'), obs)
         kws = {k: self.policies[k].collect_kwargs(obs[k], **kwargs) for k in present}
         if any(kws[k] != kws[present[0]] for k in present):  # schedules apart: each seed its own forward
             outputs = [self.policies[k].collect_act(obs[k], **kws[k]) if k in kws else None for k in range(len(obs))]
         else:
-            outputs = self._split(self._seedwise(functools.partial(self.lead.collect_act, **kws[present[0]]),
-                                                 _padded(obs)), obs)
+            # with no keywords the forward is always the same: a graph of it may be replayed
+            outputs = self._split(self._mapped(functools.partial(self.lead.collect_act, **kws[present[0]]),
+                                               _padded(obs), None if kws[present[0]] else 'collect'), obs)
         for k in present:  # each seed's entropy log
             self.policies[k].record_collect(outputs[k], kws[k])
         return outputs
+
+    def _mapped(self, fn: Any, obs: Tensor, key: str | None) -> dict[str, Any]:
+        """``_seedwise(fn, obs)`` as host tensors (one read-back for every seed, not one per seed and field). On a
+        GPU with ``learn.cuda_graph``, a forward with a ``key`` is replayed from a CUDA graph captured per key and
+        observation shape (one launch instead of one per kernel of every layer)."""
+        def forward(o: Tensor) -> dict[str, Tensor]:  # a Gaussian's [mu, sigma] as one [S, B, 2, A] tensor
+            return {k: torch.stack(list(v), 2) if isinstance(v, (list, tuple)) and len({t.shape for t in v}) == 1
+                    else v for k, v in self._seedwise(fn, o).items()}
+        if key is None or self._graphs is None:
+            output = forward(obs)
+        else:
+            step = self._graphs.get(key)
+            if step is None:
+                step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']),
+                                                         torch.device(self.lead.device), f"the seeds' {key} forward")
+            output = step({'obs': obs})
+        if torch.device(self.lead.device).type != 'cuda':
+            return output
+        output = _map_tensors(lambda t: t.to('cpu', non_blocking=True), output)
+        torch.cuda.current_stream(self.lead.device).synchronize()
+        return output
 
     @staticmethod
     def _split(output: dict[str, Any], obs: list[Tensor | None]) -> list[dict[str, Tensor] | None]:

@@ -31,8 +31,9 @@ from ..kit.cpu_threads import CpuThreads, learner_threads
 from ..kit.env_check import acts_hybrid
 from ..kit.life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
 from .seed_axis import Fields, SeedAxis, why_not_vectorised
-from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, show_eval, store_round, \
-    train_reward_models, warm_up
+from ..kit.run_parts import random_collect_together, store
+from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, needs_warm_up, show_eval, \
+    store_round, train_reward_models, warm_up
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -161,9 +162,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
         run.logged = run.learner.train_iter
     seeds = _Seeds(runs)
     with graceful_interrupt() as interrupted:
-        for run in runs:
-            with _stream(run):
-                warm_up(run.cfg, run)
+        _warm_up(runs)
         first = runs[0]
         kind = 'seeds' if len({re.sub(r'_seed\d+$', '', run.cfg.exp_name) for run in runs}) == 1 else 'rows'
         name = re.sub(r'_seed\d+$', '', first.cfg.exp_name) + f' ({len(runs)} {kind})' if len(runs) > 1 else None
@@ -191,6 +190,27 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
             seeds.finish(run, interrupted)
     if interrupted.is_set():
         raise KeyboardInterrupt
+
+
+def _warm_up(runs: list[SimpleNamespace]) -> None:
+    """Every seed's warm-up: their envs stepped together where the seeds' collectors are plain, their warm-ups
+    alike and their random actions draw nothing from torch (envs in processes of their own then step at once);
+    else one seed after another, each on its own stream."""
+    due = [run for run in runs if needs_warm_up(run.cfg, run)]
+    together = len(due) > 1 and len({run.cfg.policy.random_collect_size for run in due}) == 1 and all(
+        type(run.collector) is SampleSerialCollector and not getattr(run.policy.collect_mode, 'memory', None)
+        for run in due)
+    if not together:
+        for run in runs:
+            with _stream(run):
+                warm_up(run.cfg, run)
+        return
+    with _phase(due, 'collect'):
+        batches = random_collect_together([run.collector for run in due], [run.policy.collect_mode for run in due],
+                                          due[0].cfg.policy.random_collect_size,
+                                          [run.collector_env for run in due], [run.cfg.seed for run in due])
+        for run, batch in zip(due, batches):
+            store(run.cfg, run, batch)
 
 
 @contextlib.contextmanager

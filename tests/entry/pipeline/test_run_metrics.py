@@ -120,6 +120,25 @@ def test_discrete_collect_entropy_includes_eps_exploration_and_the_mask():
     assert policy._collect_entropy(masked, {'eps': 0.3}).item() == pytest.approx(math.log(2))
 
 
+def test_the_logged_entropy_of_many_forwards_is_one_computation_over_those_called_alike(monkeypatch):
+    """The collector's entropy log: forwards called with the same keywords are joined into one computation (a
+    kernel launch per forward on a GPU otherwise); its mean is every row's, as forward by forward; a change of
+    keywords (eps moved) starts another computation."""
+    from collections import deque
+    policy = DiscreteSACPolicy.__new__(DiscreteSACPolicy)
+    torch.manual_seed(0)
+    outputs = [({'logit': torch.randn(3, 4), 'action_mask': torch.ones(3, 4)}, {'eps': 0.1}) for _ in range(5)]
+    outputs += [({'logit': torch.randn(2, 4), 'action_mask': torch.ones(2, 4)}, {'eps': 0.2}) for _ in range(3)]
+    expected = torch.cat([policy._collect_entropy(o, k) for o, k in outputs]).mean().item()
+    calls = []
+    original = DiscreteSACPolicy._collect_entropy
+    monkeypatch.setattr(DiscreteSACPolicy, '_collect_entropy', lambda self, o, k: calls.append(
+        (o['logit'].shape[0], k['eps'])) or original(self, o, k))
+    policy._recent_outputs = deque(outputs)
+    assert policy._pop_collect_entropy() == pytest.approx(expected, rel=1e-6)
+    assert calls == [(15, 0.1), (6, 0.2)]
+
+
 def test_reward_clip_clips_what_is_stored_not_the_returns(tiny_pendulum, monkeypatch):
     main, create = tiny_pendulum
     main.env.reward_clip = [-1.0, 0.5]

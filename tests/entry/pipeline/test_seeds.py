@@ -405,6 +405,58 @@ def test_the_stacked_update_goes_through_a_captured_step_as_the_seeds_batch(monk
         torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))
 
 
+def test_seeds_in_env_processes_step_at_once_and_collect_what_in_process_envs_collect(tmp_path, monkeypatch):
+    """Two seeds with the subprocess manager: at each env step (warm-up, collection, evaluation) every seed's envs
+    get their actions before any seed's step is gathered, so the seeds' env processes step at once; the run
+    is the run with envs in the learner's process (buffers and evaluations alike)."""
+    from envs.subprocess_env_manager import SubprocessEnvManager
+    events, begin = [], SubprocessEnvManager.step_batch_begin
+
+    def logged(self, env_ids, actions):
+        events.append(('begin', id(self)))
+        finish = begin(self, env_ids, actions)
+        return lambda: events.append(('end', id(self))) or finish()
+    monkeypatch.setattr(SubprocessEnvManager, 'step_batch_begin', logged)
+    results = []
+    for manager in ('subprocess', 'base'):
+        main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+        main.exp_name, create.env_manager.type = str(tmp_path / manager), manager
+        policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=80)
+        results.append(([open(tmp_path / f'{manager}_seed{k}' / 'log' / 'evaluator.csv').read().splitlines()
+                         for k in (0, 1)], [p.model.state_dict() for p in policies]))
+    managers = {m for _, m in events}
+    assert len(managers) == 4  # each seed's collector and evaluator
+    pairs = [(a, b) for a, b in zip(events, events[1:]) if a[0] == b[0] == 'begin']
+    assert all(a[1] != b[1] for a, b in pairs)
+    collectors = {events[0][1], events[1][1]}  # the warm-up's: the first to step
+    assert len(collectors) == 2 and len([p for p in pairs if p[0][1] in collectors]) == 80 // 2  # every step
+    assert len(pairs) > 80 // 2  # and the evaluations'
+    (csv_sub, models_sub), (csv_base, models_base) = results
+    assert [[r.split(',')[:2] + r.split(',')[3:] for r in c] for c in csv_sub] == \
+        [[r.split(',')[:2] + r.split(',')[3:] for r in c] for c in csv_base]  # all but the wall time
+    for a, b in zip(models_sub, models_base):
+        for key in a:
+            assert torch.equal(a[key], b[key]), key
+
+
+def test_the_seeds_forwards_go_through_a_captured_step_each_as_the_eager_ones(monkeypatch):
+    """``learn.cuda_graph`` with many seeds: the collect and eval forwards of the axis are captured once each (a
+    stand-in graph on the CPU; the real capture is in tests/test_cuda.py) and give the eager forwards' results."""
+    import functools
+    from tests.ding_lite.test_cuda_graph import _Recorded
+    monkeypatch.setattr('entry.pipeline.seed_axis.CudaGraphStep', functools.partial(_Recorded, warmup=0))
+    torch.manual_seed(0)
+    seeds = [create_policy(_policy_cfg('sac')) for _ in range(2)]
+    twins = [create_policy(_policy_cfg('sac'), model=copy.deepcopy(p.model)) for p in seeds]
+    graphed, eager = SeedAxis(seeds), SeedAxis(twins)
+    graphed._graphs = {}  # as on a GPU with learn.cuda_graph
+    for step in range(3):  # the capture, then replays
+        obs = [torch.randn(2, 3), torch.randn(2, 3)]
+        for mode, key in (('eval', 'action'), ('collect', 'logit')):
+            torch.testing.assert_close([o[key] for o in graphed.act(mode, obs)], [o[key] for o in eager.act(mode, obs)])
+    assert set(graphed._graphs) == {'eval', 'collect'} and all(len(s._graphs) == 1 for s in graphed._graphs.values())
+
+
 def test_a_config_file_is_read_once_and_each_seed_compiled_once(tmp_path, monkeypatch):
     """A config file is code: a run of many seeds runs it once (its side effects once), each seed its own copy,
     compiled once (the first seed's compile for the stacking check is its run's)."""
