@@ -11,7 +11,8 @@ actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device,
 the median of each row is reported with its ratio to the bare loop's. ``--envs``: the overlapped rows again with
 that many envs (``n_sample`` and ``update_per_collect`` the env count: the replay ratio stays 1, so updates/s equal
 env steps/s). ``--profile`` prints cProfile's top functions for the strict row instead (graphed on CUDA);
-``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the GPU.
+``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the GPU; ``--parts``
+gives the host's time per env step in each part of that row's loop.
 ``--returns N`` (CUDA): the zoo config to N env steps, seeds 0-2, strict (the seeds stacked, one graphed update)
 against overlapped from the snapshot (each seed alone), both graphed: the final evaluation of each seed and the wall.
 """
@@ -57,6 +58,8 @@ def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, step
     cfg, _ = compile_run((main, create), 0, False, None)
     marks: list[tuple[float, int]] = []
     with closing(build_serial(cfg)) as run:
+        if hasattr(profiler, 'attach'):
+            profiler.attach(run)
         train = run.learner.train
 
         def timed(batch, envstep=None):
@@ -183,6 +186,49 @@ class SyncAudit:
             print(f"  {count:6d}  {line}")
 
 
+class PartTimer:
+    """Host time per env step of the loop's parts while enabled (on CUDA the host's own time: launches, copies and
+    the waits it makes), and the rest of the loop as ``other``."""
+
+    PARTS = (('collector', 'collect_batch', 'collect round'), ('policy', '_forward_collect_batch', '  collect forward'),
+             ('collector_env', 'step_batch', '  env step'), ('buffer', 'push', 'push'), ('buffer', 'sample', 'sample'),
+             ('learner', 'train', 'learn step'), ('policy', '_update', '  update (replay)'))
+
+    def __init__(self) -> None:
+        self.spent: collections.Counter = collections.Counter()
+        self.on, self.start, self.wall = False, 0.0, 0.0
+
+    def attach(self, run: Any) -> None:
+        for owner, name, label in self.PARTS:
+            obj = getattr(run, owner)
+            setattr(obj, name, self._timed(getattr(obj, name), label))
+
+    def _timed(self, fn: Any, label: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not self.on:
+                return fn(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[label] += time.perf_counter() - start
+        return timed
+
+    def enable(self) -> None:
+        self.on, self.start = True, time.perf_counter()
+
+    def disable(self) -> None:
+        self.on, self.wall = False, time.perf_counter() - self.start
+
+    def report(self, env_steps: int) -> None:
+        per = lambda t: t / env_steps * 1e6  # noqa: E731
+        top = sum(t for label, t in self.spent.items() if not label.startswith(' '))
+        print(f"host time per env step: {per(self.wall):.0f} us in all")
+        for _, _, label in self.PARTS:
+            print(f"  {label:<20} {per(self.spent[label]):7.1f} us")
+        print(f"  {'other':<20} {per(self.wall - top):7.1f} us (the loop, logs, evaluations' checks)")
+
+
 def profile(device: str, warmup: int, steps: int, top: int = 35) -> None:
     """Where the strict row's wall goes (graphed on CUDA): cProfile's top functions by own and by cumulative time."""
     import cProfile
@@ -207,11 +253,21 @@ if __name__ == '__main__':
                         "steps, seeds 0-2")
     parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
     parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
+    parser.add_argument('--parts', action='store_true', help="host time per env step of the loop's parts, for the "
+                        "overlapped graphed row on CUDA (the strict row elsewhere)")
     args = parser.parse_args()
     if args.profile:
         profile(args.device, args.warmup, args.steps)
     elif args.returns:
         returns(args.returns)
+    elif args.parts:
+        timer = PartTimer()
+        with tempfile.TemporaryDirectory() as tmp:
+            overlap = 'stream' if args.device.startswith('cuda') else False
+            rate = framework(args.device, overlap, args.device.startswith('cuda'), args.warmup, args.steps, tmp, timer)
+        print(f"{overlap or 'strict'}, {'cuda_graph' if overlap else 'eager'}, 1 env: {rate:.0f} env steps/s "
+              f"with the parts timed")
+        timer.report(round(rate * timer.wall))
     elif args.syncs:
         audit = SyncAudit()
         with tempfile.TemporaryDirectory() as tmp:

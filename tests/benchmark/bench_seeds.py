@@ -32,29 +32,34 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str = 'cpu',
-         cuda_graph: bool = False) -> dict[str, float]:
+         cuda_graph: bool = False, env_manager: str | None = None) -> dict[str, float]:
     """``dizoo_configs/<config>_config.py`` over ``seeds`` (one batched run where there are several) for at most
-    ``max_env_step``: wall time, and each seed's env steps to ``STOP``."""
+    ``max_env_step``: wall time, the first seed's first evaluation's wall (its warm-up's too), and each seed's env
+    steps to ``STOP``."""
     from ding_lite.config import read_config
     from entry import serial_pipeline
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', f'{config}_config.py'))
+    if env_manager:
+        create.env_manager.type = env_manager
     main.exp_name = os.path.join(tmp, f'{config}_seed0')
     main.policy.cuda = device.startswith('cuda')  # the replay buffer follows the learner's device
     main.policy.learn.cuda_graph = cuda_graph
     start = time.perf_counter()
     serial_pipeline((main, create), seed=seeds if len(seeds) > 1 else seeds[0], max_env_step=max_env_step)
     wall = time.perf_counter() - start
-    steps = {}
+    steps, first = {}, None
     for seed in seeds:
         rows = list(csv.DictReader(open(os.path.join(tmp, f'{config}_seed{seed}', 'log', 'evaluator.csv'))))
         steps[seed] = next((int(r['envstep']) for r in rows if float(r['return_mean']) >= STOP), None)
-    return {'wall_s': wall, 'env_steps': steps}
+        first = float(rows[0]['wall_time']) if first is None else first
+    return {'wall_s': wall, 'env_steps': steps, 'first_eval_s': first}
 
 
-def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str, cuda_graph: bool) -> None:
+def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str, cuda_graph: bool,
+           env_manager: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if mode == 'batched':
-            result = _zoo(config, seeds, tmp, max_env_step, device, cuda_graph)
+            result = _zoo(config, seeds, tmp, max_env_step, device, cuda_graph, env_manager)
         else:  # 'sequential'
             start, steps = time.perf_counter(), {}
             for seed in seeds:
@@ -65,11 +70,13 @@ def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: 
 
 
 def _spawn(mode: str, seeds: list[int], threads: int | None = None, config: str = 'pendulum_sac',
-           max_env_step: int = MAX_ENV_STEP, device: str = 'cpu', cuda_graph: bool = False) -> subprocess.Popen:
+           max_env_step: int = MAX_ENV_STEP, device: str = 'cpu', cuda_graph: bool = False,
+           env_manager: str | None = None) -> subprocess.Popen:
     env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
     return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
                              '--seeds', ','.join(map(str, seeds)), '--config', config, '--max-env-step',
-                             str(max_env_step), '--device', device, *(['--cuda-graph'] if cuda_graph else [])],
+                             str(max_env_step), '--device', device, *(['--cuda-graph'] if cuda_graph else []),
+                             *(['--env-manager', env_manager] if env_manager else [])],
                             stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
 
@@ -95,14 +102,16 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
                         'env_steps': {k: v for o in outs for k, v in o['env_steps'].items()}}
 
 
-def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu', cuda_graph: bool = False) -> dict[str, float]:
-    """The HalfCheetah zoo config on ``device``: the seeds batched, then the first seed alone; updates/s per seed
-    end to end."""
+def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu', cuda_graph: bool = False,
+                env_manager: str | None = None) -> dict[str, float]:
+    """The HalfCheetah zoo config on ``device``: the seeds batched (envs in ``env_manager``, default the config's),
+    then the first seed alone (the config's manager); updates/s per seed end to end."""
     updates = env_steps - 10_000  # its random_collect_size, then one update per env step
     kwargs = dict(config='halfcheetah_sac', max_env_step=env_steps, device=device, cuda_graph=cuda_graph)
-    batched = _result(_spawn('batched', seeds, **kwargs))
+    batched = _result(_spawn('batched', seeds, env_manager=env_manager, **kwargs))
     single = _result(_spawn('batched', seeds[:1], **kwargs))
     return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'],
+            'batched_first_eval_s': batched['first_eval_s'], 'single_first_eval_s': single['first_eval_s'],
             'per_seed_batched': updates * len(seeds) / batched['wall_s'], 'per_seed_single': updates / single['wall_s'],
             'peak_rss_gb': batched['peak_rss_gb']}
 
@@ -159,6 +168,10 @@ def main() -> None:
     parser.add_argument('--skip-pendulum', action='store_true')
     parser.add_argument('--halfcheetah', type=int, default=0, help='also HalfCheetah end to end, this many env steps')
     parser.add_argument('--cuda-graph', action='store_true', help="learn.cuda_graph (CUDA): one captured update")
+    parser.add_argument('--env-managers', default='', help="HalfCheetah's batched run with each of these env managers "
+                        "(comma-separated, e.g. base,subprocess; default the config's)")
+    parser.add_argument('--env-manager', default=None, help=argparse.SUPPRESS)  # a child's
+    parser.add_argument('--no-learn-step', action='store_true', help="leave the learn step alone out")
     parser.add_argument('--child', default=None)
     parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
     parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
@@ -166,14 +179,17 @@ def main() -> None:
     from entry.pipeline.seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
-        _child(args.child, seeds, args.config, args.max_env_step, args.device, args.cuda_graph)
+        _child(args.child, seeds, args.config, args.max_env_step, args.device, args.cuda_graph, args.env_manager)
         return
-    if args.halfcheetah:
-        result = halfcheetah(seeds, args.halfcheetah, args.device, args.cuda_graph)
-        print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched {result['batched_s']:.0f} s "
-              f"({result['per_seed_batched']:.1f} updates/s per seed, peak RSS {result['peak_rss_gb']:.2f} GB), one "
-              f"seed {result['single_s']:.0f} s ({result['per_seed_single']:.1f} updates/s)", flush=True)
-    for sizes in SIZES:
+    for manager in (args.env_managers.split(',') if args.env_managers else [None]) if args.halfcheetah else []:
+        result = halfcheetah(seeds, args.halfcheetah, args.device, args.cuda_graph, manager)
+        envs = f' ({manager} envs)' if manager else ''
+        print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched{envs} "
+              f"{result['batched_s']:.1f} s ({result['per_seed_batched']:.1f} updates/s per seed, the first evaluation "
+              f"done at {result['batched_first_eval_s']:.1f} s, peak RSS {result['peak_rss_gb']:.2f} GB), one seed "
+              f"{result['single_s']:.1f} s ({result['per_seed_single']:.1f} updates/s, first evaluation done at "
+              f"{result['single_first_eval_s']:.1f} s): {result['batched_s'] / result['single_s']:.2f}x", flush=True)
+    for sizes in [] if args.no_learn_step else SIZES:
         step = learn_step(len(seeds), args.updates, args.device, sizes, args.cuda_graph)
         print(f"learn step, {sizes} sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "
               f"updates/s per seed vs {step['updates_per_s_per_seed_single']:.0f} alone; one stacked step = "
