@@ -76,8 +76,20 @@ def preprocess_learn_batch(data: list[dict] | Batch | dict, device: str | torch.
     elif 'weight' in batch:  # the transitions' own (a 0-d weight is an already preprocessed batch's 1)
         batch.weight = (batch.weight if batch.weight.dim() == 0 else _vector(batch.weight, 'weight')).to(dtype)
     else:
-        batch.weight = torch.ones((), dtype=dtype, device=batch.reward.device)
+        batch.weight = _one(dtype, batch.reward.device)
     return batch
+
+
+_ONES: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def _one(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A 0-d 1 of ``dtype`` on ``device``, made once (every learn step's weight where transitions have none: a
+    kernel launch per step on a GPU otherwise); never written to."""
+    one = _ONES.get((dtype, device))
+    if one is None:
+        one = _ONES[(dtype, device)] = torch.ones((), dtype=dtype, device=device)
+    return one
 
 
 def _vector(value: torch.Tensor, name: str) -> torch.Tensor:

@@ -192,7 +192,8 @@ class PartTimer:
 
     PARTS = (('collector', 'collect_batch', 'collect round'), ('policy', '_forward_collect_batch', '  collect forward'),
              ('collector_env', 'step_batch', '  env step'), ('buffer', 'push', 'push'), ('buffer', 'sample', 'sample'),
-             ('learner', 'train', 'learn step'), ('policy', '_update', '  update (replay)'))
+             ('learner', 'train', 'learn step'), ('policy', '_update', '  update (replay)'),
+             ('evaluator', 'eval', 'final evaluation'))
 
     def __init__(self) -> None:
         self.spent: collections.Counter = collections.Counter()
@@ -226,7 +227,7 @@ class PartTimer:
         print(f"host time per env step: {per(self.wall):.0f} us in all")
         for _, _, label in self.PARTS:
             print(f"  {label:<20} {per(self.spent[label]):7.1f} us")
-        print(f"  {'other':<20} {per(self.wall - top):7.1f} us (the loop, logs, evaluations' checks)")
+        print(f"  {'other':<20} {per(self.wall - top):7.1f} us (the loop, logs, checkpoints)")
 
 
 def profile(device: str, warmup: int, steps: int, top: int = 35) -> None:

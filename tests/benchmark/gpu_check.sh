@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU figure of one session in one run (about 9 minutes on an H100/H200): the CUDA tests, the whole loop
-# (bench_e2e, with 1, 4 and 16 envs), ten seeds on one GPU (bench_seeds, graphed), where the overlapped loop still
-# waits for the GPU (bench_e2e --syncs) and the learn step. Run from the repository root on the GPU machine:
+# (bench_e2e's graphed rows, with 1, 4 and 16 envs), where the host's time per env step goes (bench_e2e --parts),
+# ten seeds on one GPU (bench_seeds, graphed, envs in the learner's process and in processes of their own) and the
+# learn step (fp32 and bf16). The eager rows and the sync audit (bench_e2e --syncs) run on their own where wanted.
+# Run from the repository root on the GPU machine:
 #   bash tests/benchmark/gpu_check.sh [OUTDIR]   (each step has a time limit, so the whole fits in 10 minutes)
 # Its image has torch but not gymnasium, mujoco, easydict, tensorboardX or DI-treetensor: carry them as cp312 wheels
 # in .whl/ (see /work/.library/device/README.md), downloaded here with
@@ -23,10 +25,12 @@ export MUJOCO_GL=disable PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:-.}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
 log=$out/gpu_check.log
 step() { echo "== $2" | tee -a "$log"; t=$1; shift 2; timeout "$t" "$@" 2>&1 | tee -a "$log"; }
-step 110 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
-step 200 "whole loop" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1200 --rounds 2 --envs 4,16
-step 150 "ten seeds on one GPU, graphed" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum \
-    --halfcheetah 13000 --device cuda --cuda-graph --updates 200
-step 45 "host syncs of the overlapped graphed loop" python3 -m tests.benchmark.bench_e2e --device cuda --syncs \
-    --steps 500 --warmup 1000
+step 120 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
+step 130 "whole loop, graphed" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1200 --rounds 2 --envs 4,16 \
+    --graphed-only
+step 40 "host time per env step, stream-overlapped graphed loop, 1 env" python3 -m tests.benchmark.bench_e2e \
+    --device cuda --parts --steps 1500 --warmup 1000
+step 170 "ten seeds on one GPU, graphed (envs in the learner's process, then in processes)" \
+    python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda --cuda-graph \
+    --env-managers base,subprocess --no-learn-step
 step 60 "learn step (and bf16)" python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16
