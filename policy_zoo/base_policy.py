@@ -286,7 +286,7 @@ class Policy:
         recent, self._recent_outputs = self._recent_outputs, deque(maxlen=ENTROPY_WINDOW)
         values = [value for output, kwargs in _joined(recent)
                   if (value := self._collect_entropy(output, kwargs)) is not None]
-        return float(torch.cat(values).float().mean()) if values else None
+        return float(torch.cat([v.float().cpu() for v in values]).mean()) if values else None  # devices may mix
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor | None:
         """Per row, the entropy of the distribution a collect forward (``output``, called with ``kwargs``) sampled

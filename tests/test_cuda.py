@@ -357,3 +357,19 @@ def test_many_seeds_act_through_captured_forwards_as_the_eager_ones():
     assert set(graphed._graphs) == {'eval', 'collect'}
     assert all(not s.eager and len(s._graphs) == 1 for s in graphed._graphs.values())
 
+
+
+def test_host_copies_through_reused_pinned_blocks_arrive_unchanged_behind_a_busy_stream():
+    """``to_device`` and ``outputs_to_host`` reuse pinned blocks (8 per size): with the stream busy, twenty copies
+    each way in a row (a block handed out again waits for its last copy) arrive as they were given."""
+    from ding_lite.utils.device import PinnedStaging, outputs_to_host, to_device
+    torch.cuda._sleep(2 ** 28)                             # the copies queue behind it
+    sent = [to_device(torch.full((5, 3), float(k)), 'cuda') for k in range(3 * PinnedStaging.SLOTS)]
+    torch.cuda.synchronize()
+    assert all(torch.equal(t.cpu(), torch.full((5, 3), float(k))) for k, t in enumerate(sent))
+    torch.cuda._sleep(2 ** 28)
+    back = [outputs_to_host({'a': t, 'b': [t + 1, t * 2]}, torch.cuda.current_stream().synchronize) for t in sent]
+    for k, out in enumerate(back):
+        assert out['a'].device.type == 'cpu' and isinstance(out['b'], list)
+        assert torch.equal(out['a'], torch.full((5, 3), float(k)))
+        assert torch.equal(out['b'][1], torch.full((5, 3), 2.0 * k))

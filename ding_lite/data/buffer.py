@@ -23,8 +23,9 @@ BUFFER_KIND = 'ding_lite.replay_buffer'
 def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], torch.dtype],
            device: torch.device) -> dict[tuple[str, ...], Tensor]:
     """``flat``'s fields as ``dtypes`` on ``device``. Host fields bound for another device travel as one copy per
-    dtype (the fields side by side, split again there) instead of one per field: a transition's obs, action, reward
-    and next obs make one host-to-device copy, not four, and it does not wait for the device's queued work."""
+    dtype (the fields one after another, each a contiguous piece of it there) instead of one per field: a
+    transition's obs, action, reward and next obs make one host-to-device copy, not four, and it does not wait for
+    the device's queued work."""
     out, groups = {}, {}
     for path, value in flat.items():
         if value.device == device or device.type == 'cpu':
@@ -32,11 +33,10 @@ def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], to
         else:
             groups.setdefault(dtypes[path], []).append(path)
     for dtype, paths in groups.items():
-        n = flat[paths[0]].shape[0]
-        rows = [flat[p].to(dtype).reshape(n, -1) for p in paths]
-        packed = to_device(rows[0] if len(rows) == 1 else torch.cat(rows, 1), device)
-        for path, part in zip(paths, packed.split([r.shape[1] for r in rows], 1)):
-            out[path] = part.reshape(flat[path].shape)
+        parts = [flat[p].to(dtype).reshape(-1) for p in paths]
+        packed = to_device(parts[0] if len(parts) == 1 else torch.cat(parts), device)
+        for path, part in zip(paths, packed.split([t.numel() for t in parts])):
+            out[path] = part.view(flat[path].shape)
     return out
 
 
@@ -103,8 +103,7 @@ class ReplayBuffer:
         values = staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device)
         end = self._ptr + n
         if end <= self.size and self._links is None and type(self)._on_write is ReplayBuffer._on_write:
-            for path, value in values.items():  # the usual push: a slice of each field, no slot index built
-                self._storage[path][self._ptr:end].copy_(value)
+            self._write_slices(values, end)  # the usual push: a slice of each field, no slot index built
         else:
             index = (self._ptr + torch.arange(n, device=self.device)) % self.size
             for path, value in values.items():
@@ -114,6 +113,20 @@ class ReplayBuffer:
             self._on_write(index, flat)
         self._ptr = end % self.size
         self._count = min(self._count + n, self.size)
+
+    def _write_slices(self, values: dict[tuple[str, ...], Tensor], end: int) -> None:
+        """``values`` into slots ``[ptr, end)`` of their fields: on a GPU one copy kernel per dtype."""
+        if self.device.type == 'cpu':
+            for path, value in values.items():
+                self._storage[path][self._ptr:end].copy_(value)
+            return
+        groups: dict[torch.dtype, tuple[list[Tensor], list[Tensor]]] = {}
+        for path, value in values.items():
+            slots, given = groups.setdefault(value.dtype, ([], []))
+            slots.append(self._storage[path][self._ptr:end])
+            given.append(value)
+        for slots, given in groups.values():
+            torch._foreach_copy_(slots, given)
 
     def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
         """``batch_size`` transitions drawn uniformly with replacement, as one collated batch (the learner

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from .cuda_graph import CudaGraphStep
-from .device import to_device
+from .device import outputs_to_host, to_device
 
 
 class SnapshotActor:
@@ -67,10 +67,7 @@ class SnapshotActor:
                 output = step({'obs': obs})
             else:
                 output = forward(obs)
-            host = {name: _to_host(value) for name, value in output.items()}
-            self._done.record(self._stream)
-        self._done.synchronize()
-        return host
+            return outputs_to_host(output, lambda: (self._done.record(self._stream), self._done.synchronize()))
 
     def state_dict(self) -> dict[str, Tensor]:
         return {name: tensor.detach().clone() for name, tensor in zip(self._names, self._copies)}
@@ -85,11 +82,3 @@ class SnapshotActor:
                 tensor.copy_(state[name])
             if self._fresh is not None:
                 self._fresh.record(torch.cuda.current_stream(self.device))
-
-
-def _to_host(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value.to('cpu', non_blocking=True)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_host(v) for v in value)
-    return value

@@ -10,9 +10,9 @@ actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device,
 ``--warmup`` random steps first (not timed), then times ``--steps`` learning steps; rounds interleave the rows and
 the median of each row is reported with its ratio to the bare loop's. ``--envs``: the overlapped rows again with
 that many envs (``n_sample`` and ``update_per_collect`` the env count: the replay ratio stays 1, so updates/s equal
-env steps/s). ``--profile`` prints cProfile's top functions for the strict row instead (graphed on CUDA);
-``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the GPU; ``--parts``
-gives the host's time per env step in each part of that row's loop.
+env steps/s). ``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the
+GPU; ``--parts`` gives the host's time per env step in each part of that row's loop (the strict eager row on a CPU)
+and ``--profile`` cProfile's top functions there.
 ``--returns N`` (CUDA): the zoo config to N env steps, seeds 0-2, strict (the seeds stacked, one graphed update)
 against overlapped from the snapshot (each seed alone), both graphed: the final evaluation of each seed and the wall.
 """
@@ -231,13 +231,16 @@ class PartTimer:
 
 
 def profile(device: str, warmup: int, steps: int, top: int = 35) -> None:
-    """Where the strict row's wall goes (graphed on CUDA): cProfile's top functions by own and by cumulative time."""
+    """Where the wall goes, in the row ``--parts`` times (the stream-overlapped graphed row on CUDA, the strict row
+    elsewhere): cProfile's top functions by own and by cumulative time."""
     import cProfile
     import pstats
     profiler = cProfile.Profile()
+    cuda = device.startswith('cuda')
     with tempfile.TemporaryDirectory() as tmp:
-        rate = framework(device, False, device.startswith('cuda'), warmup, steps, tmp, profiler)
-    print(f"profiled strict row on {device}: {rate:.0f} env steps/s (under the profiler)")
+        rate = framework(device, 'stream' if cuda else False, cuda, warmup, steps, tmp, profiler)
+    print(f"profiled {'stream, cuda_graph' if cuda else 'strict'} row on {device}: {rate:.0f} env steps/s (under the "
+          f"profiler)")
     for key in ('tottime', 'cumulative'):
         pstats.Stats(profiler).sort_stats(key).print_stats(top)
 
@@ -252,7 +255,7 @@ if __name__ == '__main__':
     parser.add_argument('--graphed-only', action='store_true', help="on CUDA, leave the eager rows out")
     parser.add_argument('--returns', type=int, default=0, help="(CUDA) strict against overlapped returns at N env "
                         "steps, seeds 0-2")
-    parser.add_argument('--profile', action='store_true', help="cProfile the strict row instead of timing the rows")
+    parser.add_argument('--profile', action='store_true', help="cProfile the --parts row instead of timing the rows")
     parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
     parser.add_argument('--parts', action='store_true', help="host time per env step of the loop's parts, for the "
                         "overlapped graphed row on CUDA (the strict row elsewhere)")
