@@ -1,9 +1,10 @@
 """Device resolution for configs and tensors."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -33,8 +34,27 @@ def to_device(value: torch.Tensor, device: torch.device | str, dtype: torch.dtyp
         return value.pin_memory().to(device, non_blocking=True)
     block.copy_(value.reshape(-1))
     out = block.to(device, non_blocking=True).view(value.shape)
-    STAGING.used(block, torch.cuda.current_stream(device))
+    STAGING.used(block, torch.cuda.current_stream(out.device))  # (an indexed device: no lookup of the current one)
     return out
+
+
+def indexed(device: torch.device | str) -> torch.device:
+    """``device`` with its index (a CUDA device without one: the current device). torch looks up the current
+    device, tens of microseconds on some machines, wherever a stream call gets a device without an index."""
+    device = torch.device(device)
+    return torch.device('cuda', torch.cuda.current_device()) if device.type == 'cuda' and device.index is None \
+        else device
+
+
+@contextlib.contextmanager
+def on_stream(stream: torch.cuda.Stream) -> Iterator[None]:
+    """``torch.cuda.stream(stream)`` without its two lookups of the current device (see ``indexed``)."""
+    previous = torch.cuda.current_stream(stream.device)
+    torch.cuda.set_stream(stream)
+    try:
+        yield
+    finally:
+        torch.cuda.set_stream(previous)
 
 
 def outputs_to_host(output: dict[str, Any], wait: Callable[[], None]) -> dict[str, Any]:

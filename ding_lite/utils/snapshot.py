@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from .cuda_graph import CudaGraphStep
-from .device import outputs_to_host, to_device
+from .device import indexed, on_stream, outputs_to_host, to_device
 
 
 class SnapshotActor:
@@ -31,7 +31,7 @@ class SnapshotActor:
         mine = {**dict(self.model.named_parameters()), **dict(self.model.named_buffers())}
         names = [name for name in live if name.split('.')[0] not in skip]
         self._names, self._live, self._copies = names, [live[n] for n in names], [mine[n] for n in names]
-        self.device = torch.device(device)
+        self.device = indexed(device)
         cuda = self.device.type == 'cuda'
         self._stream = torch.cuda.Stream(self.device) if cuda else None
         self._fresh = torch.cuda.Event() if cuda else None
@@ -56,7 +56,7 @@ class SnapshotActor:
         replayed from a graph (``graphed``)."""
         if self._stream is None:
             return forward(obs)
-        with torch.cuda.stream(self._stream):
+        with on_stream(self._stream):
             self._stream.wait_event(self._fresh)
             obs = to_device(obs, self.device) if isinstance(obs, Tensor) else obs
             if self._graphed and key is not None and isinstance(obs, Tensor):

@@ -29,7 +29,7 @@ from ding_lite.data import Batch
 from ding_lite.model.wrappers import ModelWrapper
 from ding_lite.rl_utils import optimizer_step
 from ding_lite.utils.cuda_graph import CudaGraphStep
-from ding_lite.utils.device import outputs_to_host
+from ding_lite.utils.device import indexed, outputs_to_host
 from policy_zoo import Policy, SACPolicy, SQILSACPolicy
 from ..kit.capabilities import SEEDS
 
@@ -229,7 +229,7 @@ class SeedAxis:
             output = step({'obs': obs})
         if torch.device(self.lead.device).type != 'cuda':
             return output
-        return outputs_to_host(output, torch.cuda.current_stream(self.lead.device).synchronize)
+        return outputs_to_host(output, torch.cuda.current_stream(indexed(self.lead.device)).synchronize)
 
     @staticmethod
     def _split(output: dict[str, Any], obs: list[Tensor | None]) -> list[dict[str, Tensor] | None]:
