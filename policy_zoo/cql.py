@@ -53,6 +53,7 @@ class CQLPolicy(_Conservative, SACPolicy):
     actions of ``pi(s)`` and of ``pi(s')`` (all at ``s``), each importance-weighted by its density."""
 
     config = dict(type='cql')          # the registered policy name
+    capabilities = _Conservative.capabilities  # (declared on each class: a mixin's are not inherited)
 
     def _conservative_gap(self, batch: Batch, q: Tensor) -> Tensor:
         obs, n = batch.obs, self._cfg.learn.num_actions
@@ -79,6 +80,7 @@ class DiscreteCQLPolicy(_Conservative, DiscreteSACPolicy):
     """CQL for Discrete actions on discrete SAC: the logsumexp over every allowed action, exact."""
 
     config = dict(type='discrete_cql')  # the registered policy name
+    capabilities = _Conservative.capabilities
 
     def _conservative_gap(self, batch: Batch, q: Tensor) -> Tensor:
         q_all = self._critic(batch.obs)                              # [E, B, n]
