@@ -143,10 +143,24 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
 
 def _study(optuna: Any, search: SimpleNamespace) -> Any:
     return optuna.create_study(
-        study_name=search.study_name, storage=search.storage, load_if_exists=True, direction='maximize',
+        study_name=search.study_name, storage=_storage(optuna, search.storage), load_if_exists=True,
+        direction='maximize',
         sampler=optuna.samplers.TPESampler(seed=search.seed, n_startup_trials=5, constant_liar=True),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=search.max_env_step // 3)
         if search.pruner == 'median' else optuna.pruners.NopPruner())
+
+
+def _storage(optuna: Any, storage: str | None) -> Any:
+    """``--storage`` as Optuna takes it: an RDB URL (``sqlite:///search.db``) as it is, a file path as a journal
+    file (Optuna's storage for processes sharing a file system, with file locks)."""
+    if not storage or '://' in storage:
+        return storage
+    from optuna.storages import JournalStorage
+    try:
+        from optuna.storages.journal import JournalFileBackend
+    except ImportError:  # Optuna before 4.0
+        from optuna.storages import JournalFileStorage as JournalFileBackend
+    return JournalStorage(JournalFileBackend(storage))
 
 
 def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None = None) -> None:

@@ -205,7 +205,7 @@ def test_tune_with_ray_runs_its_stacked_groups_as_tasks_sharing_the_study(tmp_pa
     import tempfile
     ray_tmp = tempfile.mkdtemp(prefix='ding_lite_tune_')  # a short path: Ray's sockets need one
     command = ['ding_lite', 'tune', '-c', _config_file(tmp_path), '--max-env-step', '300', '--n-trials', '4',
-               '--stack', '2', '--storage', 'sqlite:///search.db', '--ray', 'local']
+               '--stack', '2', '--storage', 'search.journal', '--ray', 'local']  # a journal file, as nodes share
     try:
         run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                              env={**os.environ, 'RAY_TMPDIR': ray_tmp, 'RAY_ADDRESS': ''})
@@ -213,7 +213,10 @@ def test_tune_with_ray_runs_its_stacked_groups_as_tasks_sharing_the_study(tmp_pa
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert run.returncode == 0, run.stderr[-2000:]
     import optuna
-    study = optuna.load_study(study_name='tiny_tune', storage=f'sqlite:///{tmp_path / "search.db"}')
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    study = optuna.load_study(study_name='tiny_tune',
+                              storage=JournalStorage(JournalFileBackend(str(tmp_path / 'search.journal'))))
     done = [t for t in study.trials if t.state.name == 'COMPLETE']
     assert len(done) == 4 and all(t.user_attrs.get('worker') for t in done)  # each ran in a Ray task, none extra
     assert len({t.user_attrs['worker'] for t in done}) == 2 and (tmp_path / 'tiny_tune' / 'best_config.py').exists()
