@@ -163,8 +163,10 @@ def _storage(optuna: Any, storage: str | None) -> Any:
     return JournalStorage(JournalFileBackend(storage))
 
 
-def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None = None) -> None:
-    """Run stacked groups of trials until the study has ``n_trials`` done (counting those other workers run)."""
+def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None = None,
+            node: str | None = None) -> None:
+    """Run stacked groups of trials until the study has ``n_trials`` done (counting those other workers run); a Ray
+    task's trials are tagged with its ``worker`` id and its ``node``."""
     start = time.time()
 
     def remaining() -> int:  # a worker leaves the trials the others run to them
@@ -174,6 +176,7 @@ def _search(study: Any, optuna: Any, search: SimpleNamespace, worker: str | None
         trials = [study.ask() for _ in range(min(search.stack, left))]
         for trial in trials if worker else ():
             trial.set_user_attr('worker', worker)
+            trial.set_user_attr('node', node)
         if worker:  # workers that asked at once: the trials past n_trials (by number) are given back unrun
             trials = [trial for trial in trials if not _surplus(study, optuna, trial, search.n_trials)]
         if trials:
@@ -210,10 +213,11 @@ def _search_task(search: SimpleNamespace) -> None:
     running fail as interrupted and are asked again, so none is lost or counted twice."""
     import ray
     optuna = _optuna()
-    worker = ray.get_runtime_context().get_task_id()
+    context = ray.get_runtime_context()
+    worker = context.get_task_id()
     study = _study(optuna, search)
     _requeue_interrupted(study, optuna, worker)
-    _search(study, optuna, search, worker)
+    _search(study, optuna, search, worker, context.get_node_id())
 
 
 @contextlib.contextmanager

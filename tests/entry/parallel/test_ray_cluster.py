@@ -204,3 +204,51 @@ def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluste
     assert 'first finished: moved after a lost node' in capsys.readouterr().out
     assert int(open(out / 'first' / 'first_seed0' / 'log' / 'evaluator.csv').read().splitlines()[-1].split(',')[1]) \
         >= 3000
+
+
+def test_a_search_on_the_cluster_counts_every_trial_once_when_a_node_is_lost(cluster, tmp_path):
+    """``tune --ray``: three tasks on 1-CPU nodes; the node of a running trial is removed mid-run; its task runs
+    again elsewhere, fails the trials it left running (marked interrupted) and asks their parameters again: the
+    study ends with n_trials counted, none lost or twice."""
+    optuna = pytest.importorskip('optuna')
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from entry.pipeline.tune import tune
+    _three_worker_nodes(cluster)
+    main, create = _tiny(tmp_path, 'search')
+    main.pop('parallel')
+    journal, done, lost = str(tmp_path / 'search.journal'), threading.Event(), {}
+
+    def remove_a_running_trials_node() -> None:
+        while not done.is_set():
+            time.sleep(0.2)
+            if not os.path.exists(journal):
+                continue
+            study = optuna.load_study(study_name='search_tune', storage=JournalStorage(JournalFileBackend(journal)))
+            running = [t for t in study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+                       if t.user_attrs.get('node') and
+                       (tmp_path / 'search_tune' / f'trial_{t.number}' / 'log' / 'evaluator.csv').exists()]
+            if running:
+                node_id = running[0].user_attrs['node']
+                lost['trials'] = sorted(t.number for t in running if t.user_attrs['node'] == node_id)
+                cluster.remove_node(next(n for n in cluster.worker_nodes if n.node_id == node_id))
+                return
+
+    remover = threading.Thread(target=remove_a_running_trials_node, daemon=True)
+    remover.start()
+    try:
+        study = tune((main, create), 3000, n_trials=6, stack=2, ray=cluster.address, storage=journal)
+    finally:
+        done.set()
+        remover.join(30)
+    assert lost, "the search ended before a node could be removed"
+    trials = study.trials
+    interrupted = [t for t in trials if t.user_attrs.get('interrupted')]
+    assert sorted(t.number for t in interrupted) == lost['trials']
+    assert all(t.state == optuna.trial.TrialState.FAIL for t in interrupted)
+    counted = [t for t in trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    surplus = [t for t in trials if t.user_attrs.get('surplus')]  # asked at once past n_trials: given back unrun
+    assert len(counted) == 6 and len(counted) + len(interrupted) + len(surplus) == len(trials)
+    again = [t.params for t in counted]
+    assert all(t.params in again for t in interrupted)  # asked again, and run to the end
+
