@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .buffer import ReplayBuffer
+from .buffer import ReplayBuffer, staged
 
 
 class SeedBuffers:
@@ -46,3 +46,28 @@ class SeedBuffers:
         for key in draws[0][1]:
             fields[key] = torch.stack([extra[key] for _, extra in draws])
         return fields
+
+    def push_all(self, batches: list[dict[str, Tensor]]) -> bool:
+        """Batch k into buffer k, every field of every seed with one copy (and one host-to-device copy per dtype),
+        where the buffers stand alike (plain buffers at the same write position and count, no wrap this push, the
+        batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then."""
+        first = self.buffers[0]
+        n = len(batches[0]['reward']) if 'reward' in batches[0] else 0
+        alike = type(first)._on_write is ReplayBuffer._on_write and first._links is None and self.intact() and \
+            len({(b._ptr, b._count) for b in self.buffers}) == 1 and 0 < n and first._ptr + n <= first.size and \
+            all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches)
+        if not alike:
+            return False
+        rows = {(key,): torch.stack([torch.as_tensor(batch[key]) for batch in batches]).flatten(0, 1)
+                for key in self._stacked}
+        first._check_schema({path: value[:n] for path, value in rows.items()})  # (one schema: the rows stacked)
+        values = staged(rows, {(key,): v.dtype for key, v in self._stacked.items()}, first.device)
+        start, seeds = first._ptr, len(self.buffers)
+        for (key,), value in values.items():
+            storage = self._stacked[key].unflatten(0, (seeds, first.size))
+            storage[:, start:start + n].copy_(value.unflatten(0, (seeds, n)))
+        for buffer in self.buffers:
+            buffer._ptr = (start + n) % buffer.size
+            buffer._count = min(buffer._count + n, buffer.size)
+        return True
+

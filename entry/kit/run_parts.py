@@ -82,10 +82,11 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
     return cls(cfg.policy, model=model, enable_field=enable_field)  # (create_policy would initialise it again)
 
 
-def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:
+def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any], pushed: bool = False) -> None:
     """A collected batch into the run: its raw actions and rewards to the learner's histograms, rewards clipped
-    (``env.reward_clip``) into the replay buffer, its observations (and the collector's running returns) into the
-    policy's normalisers, where it has them (only collected data moves the statistics; evaluation never does)."""
+    (``env.reward_clip``) into the replay buffer (unless ``pushed`` there already: many seeds' batches in one push),
+    its observations (and the collector's running returns) into the policy's normalisers, where it has them (only
+    collected data moves the statistics; evaluation never does)."""
     run.learner.observe_collected(batch['action'], batch['reward'])
     returns = batch.get('running_return')  # the collector's, where rewards are normalised: not stored
     if returns is not None:
@@ -93,7 +94,8 @@ def store(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any]) -> None:
     bounds = reward_clip_bounds(cfg.env.get('reward_clip'))
     if bounds is not None:
         batch = {**batch, 'reward': torch.as_tensor(batch['reward']).clamp(*bounds)}
-    run.buffer.push(batch)
+    if not pushed:
+        run.buffer.push(batch)
     norm = getattr(run.policy.model, 'obs_norm', None)
     if norm is not None:
         norm.update(torch.as_tensor(batch['obs']))

@@ -256,11 +256,11 @@ def show_eval(progress: RunProgress | None, info: dict[str, float]) -> None:
 
 
 def store_round(cfg: EasyDict, run: SimpleNamespace, batch: dict[str, Any], after_collect: Callable[[], None] | None,
-                progress: RunProgress | None) -> None:
+                progress: RunProgress | None, pushed: bool = False) -> None:
     """A collected round's ``batch`` into the run (``store``, then ``after_collect``); set the round's learn
-    steps."""
+    steps. ``pushed``: the batch is in the replay buffer already."""
     with run.timer.phase('collect'):
-        store(cfg, run, batch)
+        store(cfg, run, batch, pushed)
         if after_collect is not None:
             after_collect()
     if progress is not None:

@@ -18,7 +18,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.config import ConfigError, apply_overrides, read_config
+from ding_lite.config import ConfigError, apply_overrides, read_config, reward_clip_bounds
 from ding_lite.data import ReplayBuffer
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
@@ -277,8 +277,9 @@ def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: thread
     with _phase(collecting, 'collect'):
         batches = collect_batches([run.collector for run in collecting], collecting[0].cfg.policy.collect.n_sample,
                                   collecting[0].learner.train_iter, forward=seeds.forward('collect', collecting))
+    pushed = seeds.push(collecting, batches)
     for run, batch in zip(collecting, batches):
-        store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)))
+        store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)), pushed)
 
 
 def _evaluate_together(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
@@ -372,6 +373,17 @@ class _Seeds:
             return [run.sample(batch_size) for run in runs]
         seat = {id(run): k for k, run in enumerate(self._buffer_runs)}
         return Fields(buffers.sample([seat[id(run)] for run in runs], batch_size))
+
+    def push(self, runs: list[SimpleNamespace], batches: list[dict[str, Any]]) -> bool:
+        """Every seed's collected batch in one push where their buffers share the tensors (as sampling made them)
+        and stand alike, and no reward clip changes what is stored; False where each seed's ``store`` pushes its
+        own."""
+        buffers = self._buffers
+        if self._stale or self._axis is None or not buffers or not buffers.intact() or \
+                [id(run) for run in runs] != [id(run) for run in self._buffer_runs] or \
+                any(reward_clip_bounds(run.cfg.env.get('reward_clip')) is not None for run in runs):
+            return False
+        return buffers.push_all(batches)
 
     def _shared_buffers(self) -> SeedBuffers | None:
         if self._buffers is False:

@@ -439,6 +439,29 @@ def test_seeds_in_env_processes_step_at_once_and_collect_what_in_process_envs_co
             assert torch.equal(a[key], b[key]), key
 
 
+def test_the_seeds_batches_go_into_their_buffers_in_one_push_as_their_own_pushes_would(tmp_path, monkeypatch):
+    """Two seeds sharing buffer tensors: each round's batches go in with one push for both seeds (a copy per field, not
+    per seed and field), and the run is the run of one push per seed (evaluations, weights bit for bit)."""
+    from ding_lite.data.seed_buffers import SeedBuffers
+    calls, push_all = [], SeedBuffers.push_all
+    monkeypatch.setattr(SeedBuffers, 'push_all', lambda self, batches: calls.append(push_all(self, batches)) or
+                        calls[-1])
+    results = []
+    for joint in (True, False):
+        if not joint:
+            monkeypatch.setattr(SeedBuffers, 'push_all', lambda self, batches: False)  # each seed pushes its own
+        main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
+        main.exp_name = str(tmp_path / ('joint' if joint else 'apart'))
+        policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=120)
+        csvs = [open(f'{main.exp_name}_seed{k}/log/evaluator.csv').read().splitlines() for k in (0, 1)]
+        results.append(([[r.split(',')[:2] + r.split(',')[3:] for r in c] for c in csvs],  # all but the wall
+                        [p.model.state_dict() for p in policies]))
+    assert calls and all(calls)
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        assert all(torch.equal(a[key], b[key]) for key in a)
+
+
 def test_the_seeds_forwards_go_through_a_captured_step_each_as_the_eager_ones(monkeypatch):
     """``learn.cuda_graph`` with many seeds: the collect and eval forwards of the axis are captured once each (a
     stand-in graph on the CPU; the real capture is in tests/test_cuda.py) and give the eager forwards' results."""
