@@ -25,7 +25,7 @@ export MUJOCO_GL=disable PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:-.}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
 log=$out/gpu_check.log
 step() { echo "== $2" | tee -a "$log"; t=$1; shift 2; timeout "$t" "$@" 2>&1 | tee -a "$log"; }
-step 120 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
+step 90 "CUDA tests" python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
 step 130 "whole loop, graphed" python3 -m tests.benchmark.bench_e2e --device cuda --steps 1200 --rounds 2 --envs 4,16 \
     --graphed-only
 step 40 "host time per env step, stream-overlapped graphed loop, 1 env" python3 -m tests.benchmark.bench_e2e \
@@ -33,4 +33,4 @@ step 40 "host time per env step, stream-overlapped graphed loop, 1 env" python3 
 step 170 "ten seeds on one GPU, graphed (envs in the learner's process, then in processes)" \
     python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda --cuda-graph \
     --env-managers base,subprocess --no-learn-step
-step 60 "learn step (and bf16)" python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16
+step 110 "learn step (and bf16)" python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16
