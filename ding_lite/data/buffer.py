@@ -102,7 +102,7 @@ class ReplayBuffer:
             flat, n = {k: v[-self.size:] for k, v in flat.items()}, self.size
         values = staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device)
         end = self._ptr + n
-        if end <= self.size and self._links is None and type(self)._on_write is ReplayBuffer._on_write:
+        if self._writes_slices(end):
             self._write_slices(values, end)  # the usual push: a slice of each field, no slot index built
         else:
             index = (self._ptr + torch.arange(n, device=self.device)) % self.size
@@ -113,6 +113,11 @@ class ReplayBuffer:
             self._on_write(index, flat)
         self._ptr = end % self.size
         self._count = min(self._count + n, self.size)
+
+    def _writes_slices(self, end: int) -> bool:
+        """Whether a push up to slot ``end`` is a slice of each field: no wrap, no sequence links, no per-slot state
+        of a subclass to keep."""
+        return end <= self.size and self._links is None and type(self)._on_write is ReplayBuffer._on_write
 
     def _write_slices(self, values: dict[tuple[str, ...], Tensor], end: int) -> None:
         """``values`` into slots ``[ptr, end)`` of their fields: on a GPU one copy kernel per dtype."""

@@ -53,8 +53,8 @@ class SeedBuffers:
         batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then."""
         first = self.buffers[0]
         n = len(batches[0]['reward']) if 'reward' in batches[0] else 0
-        alike = type(first)._on_write is ReplayBuffer._on_write and first._links is None and self.intact() and \
-            len({(b._ptr, b._count) for b in self.buffers}) == 1 and 0 < n and first._ptr + n <= first.size and \
+        alike = 0 < n and first._writes_slices(first._ptr + n) and self.intact() and \
+            len({(b._ptr, b._count) for b in self.buffers}) == 1 and \
             all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches)
         if not alike:
             return False
@@ -70,4 +70,3 @@ class SeedBuffers:
             buffer._ptr = (start + n) % buffer.size
             buffer._count = min(buffer._count + n, buffer.size)
         return True
-

@@ -172,11 +172,7 @@ class _SerialCollector:
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
         if self._memory is not None:
             columns.update(self._memory.acted(ids, output['state']))
-        begin = getattr(self._env, 'step_batch_begin', None)
-        if begin is None:  # a user's manager with step_batch only
-            step = self._env.step_batch(ids, columns['action'])
-            return lambda: self._stepped_columns(ids, obs, columns, step)
-        finish = begin(ids, columns['action'])
+        finish = begin_step_batch(self._env, ids, columns['action'])
         return lambda: self._stepped_columns(ids, obs, columns, finish())
 
     def _stepped_columns(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
@@ -425,6 +421,17 @@ class SampleSerialCollector(_SerialCollector):
         ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager has ``step_batch``,
         each env step is handled as columns, with no per-transition dicts; the samples are the same either way."""
         return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
+
+
+def begin_step_batch(env: Any, ids: list[int], actions: np.ndarray) -> Callable[[], Any]:
+    """``env.step_batch(ids, actions)`` begun through the manager's ``step_batch_begin`` (envs in processes of their
+    own step while the caller begins other managers' steps); the call returned finishes it. A user's manager with
+    ``step_batch`` only steps at once."""
+    begin = getattr(env, 'step_batch_begin', None)
+    if begin is not None:
+        return begin(ids, actions)
+    step = env.step_batch(ids, actions)
+    return lambda: step
 
 
 # (stacked observations of the workers at these positions, the positions) -> the policy outputs, one each

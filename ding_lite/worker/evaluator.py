@@ -16,7 +16,7 @@ from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fiel
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
-from .collector import Forward
+from .collector import Forward, begin_step_batch
 from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
     team_episode
 from .logger import build_logger, format_scalars, write_scalars
@@ -182,11 +182,7 @@ class InteractionSerialEvaluator:
     def _begin_advance_columns(self, ids: list[int], actions: np.ndarray) -> Callable[[], None]:
         """``_advance_columns`` begun (the envs' step sent, where they step in processes of their own); the call
         returned finishes it."""
-        begin = getattr(self._env, 'step_batch_begin', None)
-        if begin is None:  # a user's manager with step_batch only
-            step = self._env.step_batch(ids, actions)
-            return lambda: self._advanced_columns(ids, actions, step)
-        finish = begin(ids, actions)
+        finish = begin_step_batch(self._env, ids, actions)
         return lambda: self._advanced_columns(ids, actions, finish())
 
     def _advanced_columns(self, ids: list[int], actions: np.ndarray, step: Any) -> None:

@@ -2,9 +2,10 @@
 batch stored into it."""
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -144,26 +145,31 @@ def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: in
                    seed: int) -> dict[str, Any]:
     """At least ``n_sample`` training samples (one batch) from uniform random actions in ``env``'s action space
     (an env with an agent axis: a row per agent), the warm-up before learning."""
-    collector.reset_policy(RandomCollectPolicy(collect_policy, _action_space(env), seed))
-    samples = collect_batch(collector, n_sample)
-    collector.reset_policy(collect_policy)
-    return samples
+    with _acting_at_random([collector], [collect_policy], [env], [seed]):
+        return collect_batch(collector, n_sample)
 
 
 def random_collect_together(collectors: list[Any], collect_policies: list[SimpleNamespace], n_sample: int,
                             envs: list[Any], seeds: list[int]) -> list[dict[str, Any]]:
     """``random_collect`` of plain collectors (``SampleSerialCollector``s) stepped together: the same samples,
     their envs stepping at once where they run in processes of their own."""
+    with _acting_at_random(collectors, collect_policies, envs, seeds):
+        return collect_batches(collectors, n_sample)
+
+
+@contextlib.contextmanager
+def _acting_at_random(collectors: list[Any], collect_policies: list[SimpleNamespace], envs: list[Any],
+                      seeds: list[int]) -> Iterator[None]:
+    """Each collector acting uniformly at random in its env's action space (an env with an agent axis: a row per
+    agent), then with its collect policy again."""
     for collector, policy, env, seed in zip(collectors, collect_policies, envs, seeds):
-        collector.reset_policy(RandomCollectPolicy(policy, _action_space(env), seed))
-    batches = collect_batches(collectors, n_sample)
-    for collector, policy in zip(collectors, collect_policies):
-        collector.reset_policy(policy)
-    return batches
-
-
-def _action_space(env: Any) -> Any:
-    return getattr(getattr(env, 'env_ref', env), 'joint_action_space', None) or env.action_space
+        space = getattr(getattr(env, 'env_ref', env), 'joint_action_space', None) or env.action_space
+        collector.reset_policy(RandomCollectPolicy(policy, space, seed))
+    try:
+        yield
+    finally:
+        for collector, policy in zip(collectors, collect_policies):
+            collector.reset_policy(policy)
 
 
 def expert_mode(policy: Policy, deterministic: bool = True) -> SimpleNamespace:

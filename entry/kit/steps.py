@@ -24,9 +24,9 @@ from envs.goal import goal_layout
 from .cpu_threads import overlap_collection
 from .env_check import first_step, fit_model_to_env
 from .life_cycle import PhaseTimer, RunProgress, closed_on_error, start_tracker
+from .run_parts import build_envs, collect_batch, create_run_policy, random_collect, store
 
 logger = logging.getLogger(__name__)
-from .run_parts import build_envs, collect_batch, create_run_policy, random_collect, store
 
 
 def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,

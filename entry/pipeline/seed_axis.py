@@ -152,7 +152,8 @@ class SeedAxis:
         self.lead.map_seeds(self._seedwise, functools.partial(optimizer_step, seed_axis=True))
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
-        cuda = torch.device(self.lead.device).type == 'cuda'
+        self._device = indexed(self.lead.device)  # (stream calls without an index look the device up each time)
+        cuda = self._device.type == 'cuda'
         self._graphs: dict[Any, CudaGraphStep] | None = {} if cuda and first.cfg.learn.get('cuda_graph') else None
         vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
 
@@ -224,12 +225,12 @@ class SeedAxis:
         else:
             step = self._graphs.get(key)
             if step is None:
-                step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']),
-                                                         torch.device(self.lead.device), f"the seeds' {key} forward")
+                step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']), self._device,
+                                                         f"the seeds' {key} forward")
             output = step({'obs': obs})
-        if torch.device(self.lead.device).type != 'cuda':
+        if self._device.type != 'cuda':
             return output
-        return outputs_to_host(output, torch.cuda.current_stream(indexed(self.lead.device)).synchronize)
+        return outputs_to_host(output, torch.cuda.current_stream(self._device).synchronize)
 
     @staticmethod
     def _split(output: dict[str, Any], obs: list[Tensor | None]) -> list[dict[str, Tensor] | None]:

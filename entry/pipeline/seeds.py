@@ -379,7 +379,7 @@ class _Seeds:
         and stand alike, and no reward clip changes what is stored; False where each seed's ``store`` pushes its
         own."""
         buffers = self._buffers
-        if self._stale or self._axis is None or not buffers or not buffers.intact() or \
+        if self._stale or self._axis is None or not buffers or \
                 [id(run) for run in runs] != [id(run) for run in self._buffer_runs] or \
                 any(reward_clip_bounds(run.cfg.env.get('reward_clip')) is not None for run in runs):
             return False
