@@ -195,20 +195,25 @@ class BaseEnvManager:
         if not done:
             self._ready_obs[env_id] = obs
             self._actions[env_id].append(action)
-            return
+        else:
+            self._ended(env_id)
+
+    def _ended(self, env_id: int) -> None:
+        """An env's episode ended: it resets (its next obs ready) or, its episodes done, stops."""
         self._episode_count[env_id] += 1
         if self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num:
             self._ready_obs[env_id] = self._reset_env(env_id)
         else:
             del self._ready_obs[env_id]
+            self._actions[env_id] = []
 
     def ready_obs_batch(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and their observations stacked into one array, or None where observations are not
         one array each (dicts, say)."""
-        first = next(iter(self._ready_obs.values()), None)
-        if type(first) is not np.ndarray or first.dtype == object:
+        ready = list(self._ready_obs.values())
+        if not ready or type(ready[0]) is not np.ndarray or ready[0].dtype.kind == 'O':
             return None
-        return list(self._ready_obs), np.array(list(self._ready_obs.values()))
+        return list(self._ready_obs), np.array(ready)
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         """``step`` with row k of ``actions`` for env ``env_ids[k]``, its result as columns in that order."""
@@ -217,12 +222,12 @@ class BaseEnvManager:
         if stepped is not None:  # the envs stepped together: no per-env timesteps to take apart
             obs, reward, done, terminated, ended_info = stepped
             ready, kept = self._ready_obs, self._actions
-            for env_id, o, d, action in zip(env_ids, obs, done.tolist(), actions):
-                if d:
-                    self._after_step(env_id, o, d, action)
-                else:  # _after_step's common case, inline: the next obs ready, the action kept for a resume
-                    ready[env_id] = o
-                    kept[env_id].append(action)
+            for env_id, o, action in zip(env_ids, obs, actions):  # _after_step's common case for every env
+                ready[env_id] = o
+                kept[env_id].append(action)
+            if done.any():
+                for k in np.flatnonzero(done).tolist():
+                    self._ended(env_ids[k])
             if self.info_stats is not None:  # every env's info came back: record it, hand on the ended ones
                 for i in ended_info.values():
                     self.info_stats.record(i)

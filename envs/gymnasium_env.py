@@ -221,20 +221,16 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
             env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
-        obs, reward, done, terminated, ended_info = [], [], [], [], {}
-        shaped = cls._train_reward is not GymnasiumEnv._train_reward
-        for k, (env, action) in enumerate(zip(envs, env_actions)):
-            o, r, term, trunc, info = env._advance(action)
-            obs.append(o)
-            reward.append(env._train_reward(r) if shaped else r)
-            done.append(term or trunc)
-            terminated.append(term)
-            if term or trunc:
-                ended_info[k] = env._info(info, term, trunc)
-            elif all_info:
-                ended_info[k] = info
-        return (obs, np.array(reward, np.float32).astype(np.float64), np.array(done, bool),
-                np.array(terminated, bool), ended_info)
+        obs, reward, terminated, truncated, infos = zip(*[env._advance(a) for env, a in zip(envs, env_actions)])
+        if cls._train_reward is not GymnasiumEnv._train_reward:
+            reward = [env._train_reward(r) for env, r in zip(envs, reward)]
+        terminated = np.array(terminated, bool)
+        done = terminated | np.array(truncated, bool)
+        ended_info = dict(enumerate(infos)) if all_info else {}
+        if done.any():
+            for k in np.flatnonzero(done).tolist():
+                ended_info[k] = envs[k]._info(infos[k], terminated[k], truncated[k])
+        return list(obs), np.array(reward, np.float32).astype(np.float64), done, terminated, ended_info
 
     def _train_reward(self, reward: float) -> float:
         """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""

@@ -270,15 +270,16 @@ class Policy:
     def _collect_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
         """The collect model's outputs on stacked observations: no state changes (a run of many seeds maps it over
         its seed axis)."""
-        def forward(o: Any) -> dict[str, Tensor]:
-            output = self._act(self._collect_model, o, **kwargs)
-            if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: one [B, 2, A] tensor
-                output['logit'] = torch.stack(list(output['logit']), dim=1)
-            return output
         if self._snapshot is None:
-            return forward(obs)
+            return self._collect_outputs(obs, **kwargs)
         # with no keywords the forward is always the same: a graph of it may be replayed (learn.cuda_graph)
-        return self._snapshot.act(forward, obs, key=None if kwargs else ())
+        return self._snapshot.act(lambda o: self._collect_outputs(o, **kwargs), obs, key=None if kwargs else ())
+
+    def _collect_outputs(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
+        output = self._act(self._collect_model, obs, **kwargs)
+        if isinstance(output.get('logit'), (list, tuple)):  # a Gaussian's [mu, sigma]: one [B, 2, A] tensor
+            output['logit'] = torch.stack(list(output['logit']), dim=1)
+        return output
 
     def _pop_collect_entropy(self) -> float | None:
         """The collect distribution's mean entropy over the latest collect forwards, which it then forgets (one
@@ -315,19 +316,24 @@ class Policy:
         rows = {k: output[k].cpu().unbind(0) for k in keys if isinstance(output.get(k), Tensor)}
         return {env_id: {k: v[i] for k, v in rows.items()} for i, env_id in enumerate(env_ids)}
 
-    @torch.no_grad()
     def _act(self, model: Any, obs: Any, memory: dict[str, Tensor] | None = None, **kwargs: Any) -> dict[str, Tensor]:
-        """``model`` (in eval mode) on a batch of observations: its outputs, on the policy's device. ``memory``
-        (a recurrent model's): the envs' states and previous action and reward (``EnvMemory.inputs``)."""
+        """``model`` (in eval mode) on a batch of observations, without gradients: its outputs, on the policy's
+        device. ``memory`` (a recurrent model's): the envs' states and previous action and reward
+        (``EnvMemory.inputs``)."""
         if model.training:  # the learn mode leaves the shared model in training mode
             set_training(model, False)
         norm = getattr(model, 'obs_norm', self._obs_norm)  # the model's own (``_acting``): a snapshot's is its own
-        obs = obs.to(self._device)
-        obs = obs if norm is None else norm(obs)
-        if memory is not None:  # one step of each env's sequence
-            step = {k: v.to(self._device).unsqueeze(1) for k, v in memory.items() if k != 'state'}
-            obs = Memory(obs.unsqueeze(1), memory['state'].to(self._device), **step)
-        return model.forward(obs, mode='compute_actor', **kwargs)
+        grad = torch.is_grad_enabled()  # switched by hand: torch.no_grad() as a decorator costs 1 us a call
+        torch.set_grad_enabled(False)
+        try:
+            obs = obs.to(self._device)
+            obs = obs if norm is None else norm(obs)
+            if memory is not None:  # one step of each env's sequence
+                step = {k: v.to(self._device).unsqueeze(1) for k, v in memory.items() if k != 'state'}
+                obs = Memory(obs.unsqueeze(1), memory['state'].to(self._device), **step)
+            return model.forward(obs, mode='compute_actor', **kwargs)
+        finally:
+            torch.set_grad_enabled(grad)
 
     def _normalize_obs(self, obs: Any) -> Any:
         """``obs`` through the model's observation normaliser, where it has one."""

@@ -47,7 +47,7 @@ def to_ndarray(value: Any) -> Any:
 
 def to_float32(array: np.ndarray) -> np.ndarray:
     """float64 observations as float32, as ``default_collate`` makes them; other arrays as they are."""
-    return array.astype(np.float32) if array.dtype == np.float64 else array
+    return array.astype(np.float32) if array.dtype.char == 'd' else array  # 'd': float64 (a cheap test)
 
 
 def to_scalar(value: Any, what: str) -> float | int | bool:

@@ -306,3 +306,17 @@ def test_the_list_api_checks_each_step_once_and_still_names_or_drops_a_bad_trans
     data = collector.collect(n_sample=12)
     assert collector.nonfinite_dropped == 4 and len(data) == 12  # 8 steps of each env, 2 of them NaN
     assert all(torch.isfinite(torch.as_tensor(t['reward'])).all() for t in data)
+
+
+def test_the_row_check_flags_just_the_rows_holding_a_nan_or_an_infinity():
+    """``nonfinite_rows`` sums the fields first: huge finite values whose sum overflows flag nothing, and a NaN or an
+    infinity in any float field flags only its row."""
+    import numpy as np
+    from ding_lite.worker.finite_check import nonfinite_rows
+    big = np.finfo(np.float32).max
+    columns = {'obs': np.full((3, 2), big, np.float32), 'next_obs': np.full((3, 2), big, np.float32),
+               'action': np.zeros((3, 1), np.float32), 'reward': np.ones(3, np.float32), 'done': np.zeros(3, bool)}
+    with np.errstate(over='ignore'):
+        assert nonfinite_rows(columns) is None
+        columns['next_obs'][1, 0], columns['reward'][2] = np.nan, -np.inf
+        assert nonfinite_rows(columns).tolist() == [False, True, True]
