@@ -1,23 +1,63 @@
 """Conservative Q-Learning (Kumar et al. 2020, CQL(H)) on SAC's hooks, for learning from fixed data (``-m offline``)."""
 from __future__ import annotations
 
+import copy
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from easydict import EasyDict
-from torch import Tensor
+from torch import Tensor, nn
 
 from ding_lite.data import Batch
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.rl_utils import tanh_gaussian_sample
+from ding_lite.rl_utils import load_optimizer, make_adam, tanh_gaussian_sample
 from ding_lite.utils.default_config import ConfigError
 from .discrete_sac import DiscreteSACPolicy
 from .sac import SACPolicy
 
+class LagrangeWeight(nn.Module):
+    """CQL's learned weight alpha' of the conservative gap (the paper's Lagrange form, DI-engine's ``with_lagrange``):
+    the critics minimise ``alpha' (gap - thresh)``, and alpha' takes a step up while the gap exceeds ``thresh``, down
+    while it is below (Adam on ``log alpha'``, its gradient ``-alpha' mean(gap - thresh)`` over the critics)."""
+
+    def __init__(self, thresh: float, lr: float) -> None:
+        super().__init__()
+        self.thresh = float(thresh)
+        self.raw = nn.Parameter(torch.zeros(()))  # log alpha': alpha' starts at 1
+        self.optimizer = make_adam([self.raw], lr)
+
+    @property
+    def value(self) -> Tensor:
+        return self.raw.detach().exp().clamp(max=1e6)
+
+    def weigh(self, gap: Tensor) -> Tensor:
+        """``alpha' (gap - thresh)`` per critic (``gap``: ``[E]``) for the critics' loss, with a term of value 0 that
+        gives ``raw`` its gradient (so that a stacked run's one backward pass reaches every seed's alpha')."""
+        weight = self.raw.exp().clamp(max=1e6)
+        excess = gap - self.thresh
+        dual = (weight.detach() - weight) * excess.detach().mean()  # 0; d/d raw: -alpha' mean(excess)
+        return weight.detach() * excess + dual / excess.numel()
+
+    def step(self) -> Tensor:
+        """alpha's step on the gradient the critics' backward pass left; alpha' after it."""
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return self.value
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict:  # type: ignore[override]
+        return {'raw': self.raw.detach().clone(), 'optimizer': copy.deepcopy(self.optimizer.state_dict())}
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]
+        with torch.no_grad():
+            self.raw.copy_(state['raw'])
+        load_optimizer(self.optimizer, state['optimizer'])
+
+
 class _Conservative:
     """What CQL adds to a SAC update: ``min_q_weight * (logsumexp_a Q(s, a) - Q(s, a_data))`` per critic, added to
-    the critics' loss (``_conservative_gap``: ``[E]``), and a TD target with or without the entropy bonus."""
+    the critics' loss (``_conservative_gap``: ``[E]``), weighed by a learned alpha' with ``with_lagrange``, and a TD
+    target with or without the entropy bonus."""
 
     capabilities: ClassVar[frozenset[str]] = frozenset({'cloning'})
     config = dict(
@@ -25,8 +65,8 @@ class _Conservative:
         learn=dict(
             num_actions=10,              # actions sampled per state for the conservative term (Box actions)
             min_q_weight=1.0,            # the conservative term's weight
-            with_lagrange=False,         # DI-engine's key: a learned weight where lagrange_thresh > 0 (not here yet)
-            lagrange_thresh=-1.0,        # DI-engine's key: the gap the learned weight holds; <= 0: min_q_weight
+            with_lagrange=False,         # learn a weight alpha' of the term that holds its gap at lagrange_thresh
+            lagrange_thresh=-1.0,        # that gap (the paper's tau, e.g. 5 or 10); <= 0: no learned weight (DI-engine)
             with_q_entropy=False,        # the TD target with SAC's entropy bonus (DI-engine's default: without)
         ),
     )
@@ -34,17 +74,36 @@ class _Conservative:
     @classmethod
     def check_config(cls, cfg: EasyDict) -> None:
         super().check_config(cfg)
-        if cfg.learn.with_lagrange and cfg.learn.lagrange_thresh > 0:  # DI-engine's rule for the learned weight
-            raise ConfigError(f"policy.learn.with_lagrange=True with lagrange_thresh={cfg.learn.lagrange_thresh}: "
-                              f"CQL's learned conservative weight is not here yet; set with_lagrange=False and "
-                              f"choose learn.min_q_weight (DI-engine's default 1.0)")
         if not cfg.learn.num_actions >= 1:
             raise ConfigError(f"policy.learn.num_actions must be >= 1, got {cfg.learn.num_actions!r}")
 
+    def _init_learn(self) -> None:
+        super()._init_learn()
+        learn = self._cfg.learn  # DI-engine's rule: a learned weight only with a positive threshold
+        self._alpha_prime = LagrangeWeight(learn.lagrange_thresh, learn.learning_rate_q).to(self._device) \
+            if learn.with_lagrange and learn.lagrange_thresh > 0 else None
+
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         loss, td, q, target_q = super()._critic_loss(batch)
-        gap = self._conservative_gap(batch, q)                      # [E]
-        return loss + self._cfg.learn.min_q_weight * gap.sum(), td, q, target_q
+        gap = self._cfg.learn.min_q_weight * self._conservative_gap(batch, q)  # [E]
+        if self._alpha_prime is not None:
+            gap = self._alpha_prime.weigh(gap)
+        return loss + gap.sum(), td, q, target_q
+
+    def _step_critic_extras(self) -> dict[str, Tensor]:
+        return {} if self._alpha_prime is None else {'alpha_prime': self._alpha_prime.step()}
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return super()._monitor_vars_learn() + (['alpha_prime'] if self._alpha_prime is not None else [])
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        state = super()._state_dict_learn()
+        return state if self._alpha_prime is None else {**state, 'alpha_prime': self._alpha_prime.state_dict()}
+
+    def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
+        super()._load_state_dict_learn(state)
+        if self._alpha_prime is not None and 'alpha_prime' in state:  # (a SAC checkpoint has none: alpha' = 1)
+            self._alpha_prime.load_state_dict(state['alpha_prime'])
 
 
 @POLICY_REGISTRY.register('cql')

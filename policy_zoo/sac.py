@@ -270,6 +270,7 @@ class SACPolicy(Policy):
         """
         critic_loss, td, q, target_q = self._seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
         grad_norm_critic = self._optimizer_step(self._optimizer_q, critic_loss)
+        extras = self._step_critic_extras()
         # else the last actor step's statistics are logged again (a load without them: the actor steps now)
         if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
             self._actor_stats = self._actor_step(batch.obs)
@@ -278,11 +279,16 @@ class SACPolicy(Policy):
         stats = self._heads.head_stats(batch.reward, q.detach())   # with heads: [E, B, K] reported per head
         td, q, target_q = self._heads.summary(td, q, target_q)
         stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
-        stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats}
+        stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats, **extras}
         if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
             self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
+
+    def _step_critic_extras(self) -> dict[str, Tensor]:
+        """After the critics' step: a step of what else their loss gave gradients to (CQL's learned weight), its
+        statistics (none here)."""
+        return {}
 
     def _actor_step(self, obs: Tensor) -> dict[str, Tensor]:
         """One step of the actor, then of alpha; their statistics."""

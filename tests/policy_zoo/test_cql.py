@@ -33,17 +33,15 @@ def _batch(policy, action):
     return policy._preprocess_learn(default_collate(data))
 
 
-def test_cql_critic_loss_by_hand():
-    policy = _policy('cql', 3, 2)
-    assert type(policy) is CQLPolicy and policy._cfg.random_collect_size == 0
-    batch = _batch(policy, [torch.tensor([0.5, -0.5]), torch.tensor([0.1, 0.2]), torch.tensor([-0.9, 0.0]),
-                            torch.tensor([0.3, 0.3])])
+def _by_hand(policy, batch):
+    """CQL's TD loss, per-critic conservative gap and TD target of ``policy`` on ``batch``, computed here; the
+    draws in the policy's order (the target's action, then uniform, pi(s), pi(s')) from seed 5."""
     model, target = policy._model, policy._target_model
 
     def q(net, obs, action):
         return net.critic(torch.cat([obs, action], -1)).squeeze(-1)          # [E, rows]
     with torch.no_grad():
-        torch.manual_seed(5)  # the draws in the policy's order: the target's action, then uniform, pi(s), pi(s')
+        torch.manual_seed(5)
         next_action, _ = tanh_gaussian_sample(*model.actor(batch.next_obs))
         v = q(target, batch.next_obs, next_action).min(0).values               # no entropy bonus (DI-engine's)
         target_q = batch.reward + GAMMA * (1 - batch.done.float()) * v
@@ -57,11 +55,44 @@ def test_cql_critic_loss_by_hand():
                              (q(model, rows, there) - log_there).view(2, B, N),
                              (q(model, rows, here) - log_here).view(2, B, N)], -1)
         gap = torch.logsumexp(sampled, -1).mean(-1) - q_data.mean(-1)           # per critic
-        expected = td_loss + WEIGHT * gap.sum()
+    return td_loss, gap, target_q
+
+
+_ACTIONS = [torch.tensor([0.5, -0.5]), torch.tensor([0.1, 0.2]), torch.tensor([-0.9, 0.0]), torch.tensor([0.3, 0.3])]
+
+
+def test_cql_critic_loss_by_hand():
+    policy = _policy('cql', 3, 2)
+    assert type(policy) is CQLPolicy and policy._cfg.random_collect_size == 0
+    batch = _batch(policy, _ACTIONS)
+    td_loss, gap, target_q = _by_hand(policy, batch)
     torch.manual_seed(5)
     loss, _, _, got_target = policy._critic_loss(batch)
-    assert loss.item() == pytest.approx(expected.item(), rel=1e-5) and torch.allclose(got_target, target_q)
+    assert loss.item() == pytest.approx((td_loss + WEIGHT * gap.sum()).item(), rel=1e-5)
+    assert torch.allclose(got_target, target_q)
     assert all(torch.isfinite(v).all() for v in policy.update(batch).values())
+
+
+@pytest.mark.parametrize('thresh, rises', [(0.01, True), (1000.0, False)])
+def test_cql_with_lagrange_learns_the_weight_that_holds_the_gap_at_the_threshold(thresh, rises, tmp_path):
+    """The paper's Lagrange form (DI-engine's ``with_lagrange``): the critics' loss is ``alpha' (w gap - tau)`` per
+    critic with alpha' = 1 at first; alpha' rises while the weighted gap exceeds tau and falls below it, and a
+    checkpoint keeps it."""
+    policy = _policy('cql', 3, 2, with_lagrange=True, lagrange_thresh=thresh)
+    batch = _batch(policy, _ACTIONS)
+    td_loss, gap, _ = _by_hand(policy, batch)
+    assert bool(WEIGHT * gap.mean() > thresh) is rises  # the two cases stand on either side of the threshold
+    torch.manual_seed(5)
+    loss = policy._critic_loss(batch)[0]
+    assert loss.item() == pytest.approx((td_loss + (WEIGHT * gap - thresh).sum()).item(), rel=1e-5)
+    stats = policy.update(batch)  # alpha' steps after the critics, on the gradient their backward pass gave it
+    assert (stats['alpha_prime'].item() > 1.0) is rises and 'alpha_prime' in policy._monitor_vars_learn()
+    for _ in range(2):
+        policy.update(batch)
+    state = policy.learn_mode.state_dict()
+    other = _policy('cql', 3, 2, with_lagrange=True, lagrange_thresh=thresh)
+    other.learn_mode.load_state_dict(state)
+    assert other._alpha_prime.value.item() == policy._alpha_prime.value.item() != 1.0
 
 
 def test_discrete_cql_critic_loss_by_hand():
@@ -82,8 +113,6 @@ def test_discrete_cql_critic_loss_by_hand():
 
 
 def test_cql_refuses_what_it_does_not_do():
-    with pytest.raises(ConfigError, match='with_lagrange=True with lagrange_thresh=5.0'):
-        _policy('cql', 3, 2, with_lagrange=True, lagrange_thresh=5.0)
-    assert _policy('cql', 3, 2, with_lagrange=True)._cfg.learn.lagrange_thresh == -1  # off, as DI-engine has it
+    assert _policy('cql', 3, 2, with_lagrange=True)._alpha_prime is None  # no threshold: off, as DI-engine has it
     with pytest.raises(ConfigError, match='num_actions must be >= 1'):
         _policy('cql', 3, 2, num_actions=0)

@@ -34,10 +34,12 @@ def test_parse_seeds():
 
 
 def _policy_cfg(policy_type: str, batch_size: int = 8) -> EasyDict:
+    learn = dict(with_lagrange=True, lagrange_thresh=1.0) if policy_type == 'cql_lagrange' else {}
     main = dict(exp_name='unused', policy=dict(
         model=dict(obs_shape=3, action_shape=2, actor_head_hidden_size=16, critic_head_hidden_size=16),
-        learn=dict(batch_size=batch_size)))
-    return compile_config(main, create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False).policy
+        learn=dict(batch_size=batch_size, **learn)))
+    create = dict(policy=dict(type=policy_type.split('_lagrange')[0]))
+    return compile_config(main, create_cfg=create, save_cfg=False).policy
 
 
 def _batch(discrete: bool, n: int = 8):
@@ -53,11 +55,12 @@ def _learn_tensors(policy) -> dict[str, torch.Tensor]:
     for name in ('optimizer_q', 'optimizer_policy'):
         for i, s in state[name]['state'].items():
             out |= {f'{name}.{i}.{k}': v for k, v in s.items()}
-    return out | {'alpha': state['alpha']['raw']}
+    return out | {'alpha': state['alpha']['raw'], **({'alpha_prime': state['alpha_prime']['raw']}
+                                                     if 'alpha_prime' in state else {})}
 
 
 @pytest.mark.parametrize('policy_type, updates', [('sac', 100), ('discrete_sac', 20), ('tqc', 20), ('sac_v1', 20),
-                                                   ('redq', 20), ('droq', 20), ('crossq', 20)])
+                                                   ('redq', 20), ('droq', 20), ('crossq', 20), ('cql_lagrange', 20)])
 def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, updates):
     """Seed k of a 2-seed update equals a single run of seed k over 100 updates (20 for the variants) from the
     same parameters and batches (the noise, REDQ's subsets and DroQ's dropout drawn alike: randomness='same'); its
