@@ -180,6 +180,22 @@ def test_cuda_graph_update_matches_eager(monkeypatch):
     assert not graphed._update.eager and len(graphed._update._graphs) == 1
 
 
+def test_cqls_learned_weight_steps_inside_the_captured_update():
+    """CQL's Lagrange weight (``with_lagrange``) steps on every replay of the captured update, as in the eager one:
+    with a threshold far below the gap each step raises it by Adam's learning rate, in both."""
+    policies = []
+    for graphed in (True, False):
+        main = dict(exp_name='unused', policy=dict(cuda=True, model=dict(obs_shape=17, action_shape=6), learn=dict(
+            batch_size=64, cuda_graph=graphed, with_lagrange=True, lagrange_thresh=1e-3, min_q_weight=5.0)))
+        torch.manual_seed(0)
+        cfg = compile_config(main, create_cfg=dict(policy=dict(type='cql')), save_cfg=False).policy
+        policies.append(POLICY_REGISTRY.build('cql', cfg, enable_field=['learn']))
+    values = [[p.learn_mode.forward(_cuda_batch(seed))['alpha_prime'].item() for seed in range(8)] for p in policies]
+    assert not policies[0]._update.eager
+    torch.testing.assert_close([v - 1 for v in values[0]], [v - 1 for v in values[1]], rtol=1e-2, atol=0)
+    assert values[0][-1] > values[0][4] > values[0][0] > 1.0  # it moves on the replays (after the capture) too
+
+
 def test_a_bf16_update_graphs_as_the_eager_bf16_one_and_fp16_steps_through_its_scaler(monkeypatch):
     monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
     graphed, eager = _cuda_policy(cuda_graph=True, amp='bf16'), _cuda_policy(amp='bf16')
