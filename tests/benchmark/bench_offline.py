@@ -2,9 +2,10 @@
 seed, the best and last evaluation and the wall time.
 
 Run: ``python -m tests.benchmark.bench_offline [--policies sac cql] [--seeds 0 1 2] [--iterations 3000]
-[--explore 0.3] [--noise 0.2] [--set KEY=VALUE ...]``. The data is 10k transitions of ``pendulum_expert_demo``
-(``--explore 0 --noise 0``: the controller's deterministic actions alone); the config is the zoo Pendulum SAC's with
-its policy type swapped; evaluations every 500 learn steps. One JSON line per run: BENCHMARKS.md's "CQL" rows.
+[--explore 0.3] [--noise 0.2] [--data FILE] [--set KEY=VALUE ...]``. The data is 10k transitions of
+``pendulum_expert_demo`` (``--explore 0 --noise 0``: the controller's deterministic actions alone), or ``--data``: a
+file of your own (a run's ``ckpt/ckpt_last.buffer.pth.tar``, say); the config is the zoo Pendulum SAC's with its
+policy type swapped; evaluations every 500 learn steps. One JSON line per run: BENCHMARKS.md's "CQL" rows.
 """
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def main() -> None:
     parser.add_argument('--iterations', type=int, default=3000)
     parser.add_argument('--explore', type=float, default=0.3, help='share of uniformly random actions in the data')
     parser.add_argument('--noise', type=float, default=0.2, help="std of the noise on the controller's actions")
+    parser.add_argument('--data', help="a data file to learn from instead of the controller's transitions")
     parser.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', help='a config override')
     args = parser.parse_args()
     overrides = parse_overrides(args.set)
     with tempfile.TemporaryDirectory() as folder:
-        demo = pendulum_expert_demo(os.path.join(folder, 'demo.pth'), 10000, explore=args.explore, noise=args.noise)
+        demo = args.data or pendulum_expert_demo(os.path.join(folder, 'demo.pth'), 10000, explore=args.explore,
+                                                 noise=args.noise)
         for policy in args.policies:
             for seed in args.seeds:
                 print(json.dumps(run(policy, seed, args.iterations, demo, folder, overrides)), flush=True)

@@ -1,5 +1,5 @@
 """Every config in ``dizoo_configs/`` compiles and trains a few hundred env steps (shrunk: short episodes, one
-evaluation episode), through the pipeline it is made for."""
+evaluation episode), through the pipeline it is made for (an offline config a few learn steps from a file)."""
 from __future__ import annotations
 
 import glob
@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ding_lite.config import compile_config
-from entry import serial_pipeline, serial_pipeline_sqil
+from entry import serial_pipeline, serial_pipeline_offline, serial_pipeline_sqil
 from tests.conftest import ROOT, synthetic_demo, zoo_config
 
 CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, 'dizoo_configs', '*_config.py')))
@@ -43,6 +43,11 @@ def test_zoo_config_compiles_and_trains(name, tmp_path):
         demo = synthetic_demo(tmp_path / 'demo.pt', obs_dim=obs, act_dim=model.action_shape, discrete=discrete,
                               env_id='CartPole-v1' if discrete else 'Pendulum-v1')
         serial_pipeline_sqil((main, create), seed=0, expert_data_path=demo, max_env_step=300)
+    elif 'data_path' in main.policy.learn:  # an offline config: the file it names is the user's, a synthetic one here
+        main.policy.learn.data_path = synthetic_demo(tmp_path / 'data.pt', obs_dim=main.policy.model.obs_shape,
+                                                     act_dim=main.policy.model.action_shape)
+        main.policy.eval.evaluator.eval_freq = 20
+        serial_pipeline_offline((main, create), seed=0, max_train_iter=40)
     else:
         serial_pipeline((main, create), seed=0, max_env_step=300)
     rows = (tmp_path / 'run' / 'log' / 'evaluator.csv').read_text().splitlines()
