@@ -145,12 +145,8 @@ class _SerialCollector:
     def _add_rewards(self, index: Any, reward: Any) -> np.ndarray | None:
         """A step's rewards (of the envs at ``index``) into their episodes' returns; with ``norm_reward`` the
         running returns ``R = gamma R + r`` after it (float32), else None."""
-        if isinstance(index, slice):  # every env: in place, no indexing
-            self._return += self._tally.total(reward)
-            self._discounted += self._tally.discounted(reward, self._length)
-        else:
-            self._return[index] += self._tally.total(reward)
-            self._discounted[index] += self._tally.discounted(reward, self._length[index])
+        self._return[index] += self._tally.total(reward)
+        self._discounted[index] += self._tally.discounted(reward, self._length[index])
         if self._tally.dim:
             self._dims[index] += reward
         if not self.norm_reward:
@@ -209,10 +205,7 @@ class _SerialCollector:
         running = self._add_rewards(index, reward)
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
-        if isinstance(index, slice):
-            self._length += 1
-        else:
-            self._length[index] += 1
+        self._length[index] += 1
         if self.scorer is not None:
             self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         if step.done.any():

@@ -200,14 +200,10 @@ class InteractionSerialEvaluator:
             self._tainted.add(rows[k])
         if self._memory is not None:
             self._memory.stepped(rows, actions, step.reward.astype(np.float32))
-        if len(rows) == len(self._length) and rows == sorted(rows):  # every env, in order: in place
-            self._discounted += self._tally.discounted(step.reward, self._length)
-            self._length += 1
-        else:
-            index = np.asarray(rows, dtype=np.int64)
-            self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
-            self._length[index] += 1
-        for k in np.flatnonzero(step.done).tolist() if step.done.any() else ():
+        index = np.asarray(rows, dtype=np.int64)
+        self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
+        self._length[index] += 1
+        for k in np.flatnonzero(step.done).tolist():
             env_id, info = rows[k], (step.info or {}).get(rows[k], {})
             if env_id in self._tainted:
                 self._broken_episode(env_id, info)

@@ -41,17 +41,13 @@ def all_finite(values: list[Any]) -> bool:
 def nonfinite_rows(columns: dict[str, np.ndarray]) -> np.ndarray | None:
     """Per row of ``columns`` (a transition field each), whether it holds a NaN or an infinity; None if no row
     does (the common case: one sum per float field)."""
-    total = 0.0
-    for key in FIELDS:  # a NaN or infinity makes the sum of all values non-finite (as may an overflow: checked)
-        array = columns.get(key)
-        if array is not None and array.dtype.kind in 'fc':
-            total = total + np.add.reduce(array, axis=None)
-    if np.isfinite(total):
+    arrays = [columns[key] for key in FIELDS if key in columns and columns[key].dtype.kind in 'fc']
+    # a NaN or an infinity makes the sum of all values non-finite (as may an overflow: the rows tell)
+    if np.isfinite(sum(np.add.reduce(array, axis=None) for array in arrays)):
         return None
     bad = None
-    for key in FIELDS:
-        array = columns.get(key)
-        if array is None or array.dtype.kind not in 'fc' or np.isfinite(array).all():
+    for array in arrays:
+        if np.isfinite(array).all():
             continue
         rows = ~np.isfinite(array.reshape(len(array), -1)).all(1)
         bad = rows if bad is None else bad | rows
