@@ -1,31 +1,29 @@
 """Conservative Q-Learning (Kumar et al. 2020, CQL(H)) on SAC's hooks, for learning from fixed data (``-m offline``)."""
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any, ClassVar
 
 import torch
 from easydict import EasyDict
-from torch import Tensor, nn
+from torch import Tensor
 
 from ding_lite.data import Batch
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.rl_utils import load_optimizer, make_adam, tanh_gaussian_sample
+from ding_lite.rl_utils import LearnedScalar, tanh_gaussian_sample
 from ding_lite.utils.default_config import ConfigError
 from .discrete_sac import DiscreteSACPolicy
 from .sac import SACPolicy
 
-class LagrangeWeight(nn.Module):
+
+class LagrangeWeight(LearnedScalar):
     """CQL's learned weight alpha' of the conservative gap (the paper's Lagrange form, DI-engine's ``with_lagrange``):
     the critics minimise ``alpha' (gap - thresh)``, and alpha' takes a step up while the gap exceeds ``thresh``, down
     while it is below (Adam on ``log alpha'``, its gradient ``-alpha' mean(gap - thresh)`` over the critics)."""
 
     def __init__(self, thresh: float, lr: float) -> None:
-        super().__init__()
+        super().__init__(0.0, lr)  # log alpha': alpha' starts at 1
         self.thresh = float(thresh)
-        self.raw = nn.Parameter(torch.zeros(()))  # log alpha': alpha' starts at 1
-        self.optimizer = make_adam([self.raw], lr)
 
     @property
     def value(self) -> Tensor:
@@ -44,14 +42,6 @@ class LagrangeWeight(nn.Module):
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return self.value
-
-    def state_dict(self, *args: Any, **kwargs: Any) -> dict:  # type: ignore[override]
-        return {'raw': self.raw.detach().clone(), 'optimizer': copy.deepcopy(self.optimizer.state_dict())}
-
-    def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]
-        with torch.no_grad():
-            self.raw.copy_(state['raw'])
-        load_optimizer(self.optimizer, state['optimizer'])
 
 
 class _Conservative:

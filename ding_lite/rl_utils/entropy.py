@@ -24,18 +24,36 @@ def tanh_gaussian_sample(mu: Tensor, sigma: Tensor, noise: Tensor | None = None)
     return torch.tanh(u), log_prob.sum(-1)
 
 
-class Temperature(nn.Module):
+class LearnedScalar(nn.Module):
+    """A scalar parameter ``raw`` with an Adam of its own (none where it stays fixed); a checkpoint copies both."""
+
+    def __init__(self, raw: float, lr: float, learned: bool = True) -> None:
+        super().__init__()
+        self.learned = learned
+        self.raw = nn.Parameter(torch.tensor(float(raw)), requires_grad=learned)
+        self.optimizer = make_adam([self.raw], lr) if learned else None
+
+    def state_dict(self, *args, **kwargs) -> dict:  # type: ignore[override]
+        state = {'raw': self.raw.detach().clone()}
+        if self.optimizer is not None:
+            state['optimizer'] = copy.deepcopy(self.optimizer.state_dict())  # not shared with a loader
+        return state
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]
+        with torch.no_grad():
+            self.raw.copy_(state['raw'])
+        if self.optimizer is not None and 'optimizer' in state:
+            load_optimizer(self.optimizer, state['optimizer'])
+
+
+class Temperature(LearnedScalar):
     """Entropy temperature alpha: fixed, or learned in log or linear space."""
 
     def __init__(self, init: float, target_entropy: float | None, lr: float, log_space: bool = True) -> None:
-        super().__init__()
         if init <= 0:
             raise ValueError(f"alpha must be positive, got {init}")
-        self.target_entropy, self.log_space = target_entropy, log_space
-        self.learned = target_entropy is not None  # None -> alpha stays fixed
-        self.raw = nn.Parameter(torch.tensor(math.log(init) if log_space else float(init)),
-                                requires_grad=self.learned)
-        self.optimizer = make_adam([self.raw], lr) if self.learned else None
+        super().__init__(math.log(init) if log_space else init, lr, learned=target_entropy is not None)
+        self.target_entropy, self.log_space = target_entropy, log_space  # target None: alpha stays fixed
 
     @property
     def value(self) -> Tensor:
@@ -51,15 +69,3 @@ class Temperature(nn.Module):
         if not self.log_space:
             self.raw.data.clamp_(min=1e-8)  # linear space: alpha must stay positive
         return loss.detach()
-
-    def state_dict(self, *args, **kwargs) -> dict:  # type: ignore[override]
-        state = {'raw': self.raw.detach().clone()}
-        if self.optimizer is not None:
-            state['optimizer'] = copy.deepcopy(self.optimizer.state_dict())  # not shared with a loader
-        return state
-
-    def load_state_dict(self, state: dict, strict: bool = True) -> None:  # type: ignore[override]
-        with torch.no_grad():
-            self.raw.copy_(state['raw'])
-        if self.optimizer is not None and 'optimizer' in state:
-            load_optimizer(self.optimizer, state['optimizer'])
