@@ -40,6 +40,21 @@ def resume_hint(cfg: EasyDict) -> str:
     return f"continue it with: {shlex.join(command)}"
 
 
+@contextlib.contextmanager
+def continued_by(note: str = '', instead: str | None = None) -> Iterator[None]:
+    """Runs started by a larger command (bench, tune): an interrupted run's hint is that command again (``note``
+    appended), not the run's own ``--resume``; ``instead``: a hint of its own. A wrapper's hint already set is kept."""
+    if os.environ.get('DING_LITE_RESUME_COMMAND'):
+        yield
+        return
+    command = shlex.join(_without_resume(COMMAND)) if COMMAND else 'the same call'
+    os.environ['DING_LITE_RESUME_COMMAND'] = instead if instead is not None else command + note
+    try:
+        yield
+    finally:
+        del os.environ['DING_LITE_RESUME_COMMAND']
+
+
 def _without_resume(command: list[str]) -> list[str]:
     """``command`` less its ``--resume`` (and the folder or checkpoint given to it)."""
     kept, skip = [], False

@@ -17,11 +17,10 @@ import json
 import math
 import os
 import re
-import shlex
 import time
 import warnings
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 from easydict import EasyDict
 
@@ -132,7 +131,8 @@ def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, s
                              study_name=study_name or os.path.basename(folder), pruner=pruner)
     study = _study(optuna, search)
     _requeue_interrupted(study, optuna)
-    with _continued_by_the_same_search(storage):
+    with life_cycle.continued_by(" (the search's trials are in its storage)", None if storage else
+                                 "no command (a search without --storage sqlite:///search.db starts over)"):
         if ray is None:
             _search(study, optuna, search)
         else:
@@ -218,21 +218,6 @@ def _search_task(search: SimpleNamespace) -> None:
     study = _study(optuna, search)
     _requeue_interrupted(study, optuna, worker)
     _search(study, optuna, search, worker, context.get_node_id())
-
-
-@contextlib.contextmanager
-def _continued_by_the_same_search(storage: str | None) -> Iterator[None]:
-    """A trial stopped by Ctrl-C says how to continue: the search's own command again (not a run's --resume)."""
-    if os.environ.get('DING_LITE_RESUME_COMMAND'):
-        yield
-        return
-    command = shlex.join(life_cycle.COMMAND) if life_cycle.COMMAND else 'the same tune(...) call'
-    os.environ['DING_LITE_RESUME_COMMAND'] = f"{command} (the search's trials are in its storage)" if storage else \
-        "no command (a search without --storage sqlite:///search.db starts over)"
-    try:
-        yield
-    finally:
-        del os.environ['DING_LITE_RESUME_COMMAND']
 
 
 def _optuna() -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ding_lite.config import ConfigError, read_config
+from ..kit import life_cycle
 from .aggregate import interval, statistic
 
 PROGRESS_EVERY = 15.0  # seconds between the live table's lines while a suite runs on Ray
@@ -79,14 +80,15 @@ def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = No
     todo = [entry for entry in entries if not _finished(entry, seeds, out)]
     resources = _check(todo, seeds)
     os.makedirs(out, exist_ok=True)
-    for k, entry in enumerate(entries):
-        print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
-              f"steps" + ('' if entry in todo else f": finished before, skipped "
-                          f"({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)"), flush=True)
-        if entry in todo and ray is None:
-            _train(entry, seeds, out)
-    if ray is not None and todo:
-        _train_on_ray(ray, todo, seeds, os.path.abspath(out), resources)
+    with life_cycle.continued_by(' (finished configs are skipped, the others resume)'):
+        for k, entry in enumerate(entries):
+            print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
+                  f"steps" + ('' if entry in todo else f": finished before, skipped "
+                              f"({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)"), flush=True)
+            if entry in todo and ray is None:
+                _train(entry, seeds, out)
+        if ray is not None and todo:
+            _train_on_ray(ray, todo, seeds, os.path.abspath(out), resources)
     rows = [_row(entry, seeds, out) for entry in entries]
     _write(rows, out, plots=bool(todo) or not os.path.exists(os.path.join(out, 'curves.png')))
     return rows
