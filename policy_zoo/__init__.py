@@ -7,12 +7,12 @@ from .discrete_sac import DiscreteSACPolicy
 from .sqil_sac import SQILSACPolicy
 from .tqc import TQCPolicy
 from .sac_v1 import SACv1Policy
-from .redq import DroQPolicy, REDQPolicy
+from .redq import DroQPolicy, EDACPolicy, REDQPolicy, SACNPolicy
 from .crossq import CrossQPolicy
 from .masac import DiscreteMASACPolicy, MASACPolicy
 from .cql import CQLPolicy, DiscreteCQLPolicy
 from .hybrid_sac import HybridSACPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
-           'DroQPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy', 'DiscreteCQLPolicy',
+           'DroQPolicy', 'SACNPolicy', 'EDACPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy', 'DiscreteCQLPolicy',
            'HybridSACPolicy', 'create_policy', 'get_policy_cls']

@@ -145,12 +145,12 @@ def _noiseless(mu, sigma):
     return torch.tanh(mu + 0.5 * sigma), (-sigma.log() - 0.125).sum(-1)
 
 
-def _cuda_policy(seed=0, fields=('learn',), **learn):
+def _cuda_policy(seed=0, fields=('learn',), policy_type='sac', **learn):
     main = dict(exp_name='unused', policy=dict(cuda=True, model=dict(obs_shape=17, action_shape=6),
                                                learn=dict(batch_size=64, **learn)))
     torch.manual_seed(seed)
-    return SACPolicy(compile_config(main, create_cfg=dict(policy=dict(type='sac')), save_cfg=False).policy,
-                     enable_field=list(fields))
+    cfg = compile_config(main, create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False).policy
+    return POLICY_REGISTRY.build(policy_type, cfg, enable_field=list(fields))
 
 
 def _cuda_batch(seed, n=64):
@@ -178,6 +178,15 @@ def test_cuda_graph_update_matches_eager(monkeypatch):
     graphed, eager = _cuda_policy(cuda_graph=True), _cuda_policy()
     _assert_same_steps(graphed, eager, range(8))           # 3 warm-up steps, the capture, then replays
     assert not graphed._update.eager and len(graphed._update._graphs) == 1
+
+
+def test_edacs_diversity_term_graphs_as_the_eager_update(monkeypatch):
+    """EDAC's term (a gradient of the critics in the action, differentiated again) inside the captured update."""
+    for module in ('policy_zoo.sac', 'policy_zoo.redq'):
+        monkeypatch.setattr(f'{module}.tanh_gaussian_sample', _noiseless)
+    graphed, eager = (_cuda_policy(policy_type='edac', cuda_graph=graph) for graph in (True, False))
+    _assert_same_steps(graphed, eager, range(8))
+    assert not graphed._update.eager
 
 
 def test_cqls_learned_weight_steps_inside_the_captured_update():

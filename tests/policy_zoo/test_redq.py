@@ -1,4 +1,5 @@
-"""REDQ and DroQ against hand computations with constant-output critics, and their modes."""
+"""REDQ, DroQ, SAC-N and EDAC against hand computations (constant-output critics, EDAC's term member by member),
+and their modes."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 import policy_zoo.redq as redq
 from ding_lite.config import ConfigError, compile_config
 from ding_lite.data import default_collate
-from policy_zoo import DroQPolicy, REDQPolicy
+from policy_zoo import get_policy_cls
 from tests.conftest import small_variant_steps_to
 
 Q = torch.tensor([[5.0], [1.0], [3.0], [2.0]])  # 4 critics, one sample
@@ -19,11 +20,11 @@ def _policy(policy_type='redq', model=None, **learn):
                    **(model or {})),
         learn=dict(dict(batch_size=4), **learn)))
     cfg = compile_config(main, create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False)
-    return (REDQPolicy if policy_type == 'redq' else DroQPolicy)(cfg.policy, enable_field=['learn'])
+    return get_policy_cls(cfg.policy)(cfg.policy, enable_field=['learn'])
 
 
-def _batch(n=4):
-    return default_collate([{'obs': torch.randn(3), 'action': torch.rand(1) * 2 - 1, 'reward': 1.0,
+def _batch(n=4, action_size=1):
+    return default_collate([{'obs': torch.randn(3), 'action': torch.rand(action_size) * 2 - 1, 'reward': 1.0,
                              'next_obs': torch.randn(3), 'done': False} for _ in range(n)])
 
 
@@ -89,6 +90,56 @@ def test_droq_actor_takes_the_mean_of_its_two_critics(monkeypatch):
     policy = _policy('droq')
     monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q[:2])
     assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [3.0]  # (5 + 1) / 2, not the min
+
+
+def test_sac_n_takes_the_min_of_all_members_for_the_target_and_the_actor(monkeypatch):
+    policy = _policy('sac_n', model=dict(n_critics=4), alpha=0.5, auto_alpha=False)
+    assert type(policy).__name__ == 'SACNPolicy' and policy._policy_delay == 1
+    monkeypatch.setattr(redq, 'tanh_gaussian_sample', lambda mu, sigma: (torch.zeros_like(mu), torch.full(
+        mu.shape[:1], -2.0)))
+    monkeypatch.setattr(policy, '_critic', lambda obs, action=None, target=False: Q)
+    monkeypatch.setattr(policy, '_subset', lambda: pytest.fail('SAC-N draws no subset'))
+    assert policy._soft_target_v(torch.zeros(1, 3)).tolist() == [2.0]    # min(5, 1, 3, 2) + 1
+    assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [1.0]
+
+
+def test_edacs_diversity_term_by_hand_member_by_member():
+    """``sum_{i != j} <g_i, g_j> / (N - 1)``, averaged over the batch, with each member's gradient in the action
+    taken on its own and the pairs summed one by one; the critics' loss is SAC-N's plus eta times it."""
+    torch.manual_seed(0)
+    policy = _policy('edac', model=dict(n_critics=3, action_shape=2), eta=0.5)
+    batch = policy._preprocess_learn(_batch(5, action_size=2))
+    units = []
+    for i in range(3):
+        action = batch.action.clone().requires_grad_(True)
+        q_i = policy._critic(batch.obs, action)[i]                         # member i alone
+        grad, = torch.autograd.grad(q_i.sum(), action)
+        units.append(grad / grad.norm(dim=-1, keepdim=True))              # [B, A]
+    pairs = sum((units[i] * units[j]).sum(-1) for i in range(3) for j in range(3) if i != j)
+    expected = pairs.mean() / 2
+    term = policy._gradient_similarity(batch.obs, batch.action)
+    torch.testing.assert_close(term, expected)
+    assert term.requires_grad  # it trains the critics (the gradient of a gradient)
+    torch.manual_seed(1)
+    with_term = policy._critic_loss(batch)[0]
+    policy._cfg.learn.eta = 0.0
+    torch.manual_seed(1)
+    torch.testing.assert_close(with_term, policy._critic_loss(batch)[0] + 0.5 * expected)
+
+
+def test_edac_reads_ensemble_num_learns_and_refuses_what_it_cannot_do():
+    policy = _policy('edac', model=dict(ensemble_num=5))                  # DI-engine's name for n_critics
+    assert policy._n_critics == 5 and 'ensemble_num' not in policy._cfg.model
+    before = [p.clone() for p in policy.model.critic.parameters()]
+    stats = policy.learn_mode.forward(_batch())
+    assert all(torch.isfinite(v).all() for v in stats.values())
+    assert all(not torch.equal(a, b) for a, b in zip(before, policy.model.critic.parameters()))
+    with pytest.raises(ConfigError, match="eta=1.0 .* needs n_critics >= 2 and vector observations"):
+        _policy('edac', model=dict(obs_shape=[3, 8, 8]))
+    with pytest.raises(ConfigError, match="actor_q must be 'mean' .* or 'min'"):
+        _policy('sac_n', actor_q='max')
+    with pytest.raises(ConfigError, match='eta .* must be a number >= 0'):
+        _policy('edac', eta=-1.0)
 
 
 @pytest.mark.parametrize('policy_type', ['redq', pytest.param('droq', marks=pytest.mark.slow)])  # suite time:

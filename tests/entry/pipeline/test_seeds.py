@@ -60,7 +60,8 @@ def _learn_tensors(policy) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize('policy_type, updates', [('sac', 100), ('discrete_sac', 20), ('tqc', 20), ('sac_v1', 20),
-                                                   ('redq', 20), ('droq', 20), ('crossq', 20), ('cql_lagrange', 20)])
+                                                   ('redq', 20), ('droq', 20), ('crossq', 20), ('cql_lagrange', 20),
+                                                   ('sac_n', 20), ('edac', 20)])
 def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, updates):
     """Seed k of a 2-seed update equals a single run of seed k over 100 updates (20 for the variants) from the
     same parameters and batches (the noise, REDQ's subsets and DroQ's dropout drawn alike: randomness='same'); its
