@@ -102,6 +102,10 @@ LEGACY_KEYS: dict[str, str | None] = {
     'policy.collect.state_dict_path': "collect_demo_data: the expert's checkpoint when none is given",
     'policy.learn.learner.load_path': "collect_demo_data: the expert's checkpoint (where DI-engine reads it)",
     'policy.collect.data_type': None,              # demonstrations are always ding_lite demonstration files
+    'policy.collect.data_path': "serial_pipeline_offline: the data file where policy.learn.data_path is None "
+                                "(DI-engine's place for it)",
+    'policy.learn.train_epoch': "serial_pipeline_offline: its budget in passes over the data, ceil(rows / batch_size) "
+                                "learn steps each, where max_train_iter is not given",
     'env.manager.shared_memory': None,             # the subprocess manager's options, given to another manager
     'env.manager.reset_inplace': None,
     'env.manager.context': None,

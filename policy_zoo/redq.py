@@ -32,6 +32,7 @@ class REDQPolicy(SACPolicy):
             subset_size=2,                   # M: members whose min makes each update's target; None: all N
             actor_q='mean',                  # what the actor climbs: the members' 'mean' (REDQ) or 'min' (SAC-N)
             eta=0.0,                         # EDAC's weight of the ensemble's action-gradient similarity (0: none)
+            with_q_entropy=True,             # the TD target with SAC's entropy bonus (DI-engine's EDAC: False)
             policy_delay=20,                 # G: critic steps per actor (and alpha) step; the papers' MuJoCo UTD
             update_per_collect=20,           # learn steps per collect: G per env step with collect.n_sample=1
         ),
@@ -63,7 +64,8 @@ class REDQPolicy(SACPolicy):
         q = self._critic(next_obs, action, target=True)  # [N, B]
         if self._cfg.learn.subset_size not in (None, self._n_critics):
             q = q.index_select(0, self._subset())  # [M, B]
-        return q.min(0).values - self._alpha.value * log_prob
+        q = q.min(0).values
+        return q - self._alpha.value * log_prob if self._cfg.learn.with_q_entropy else q
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         loss, td, q, target_q = super()._critic_loss(batch)

@@ -28,9 +28,10 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
     once at the end, and checkpoints, resume points and ``evaluator.csv`` are written as in a serial run (its
     ``envstep`` column stays 0; tensorboard files evaluations by iteration). Returns the trained policy."""
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='offline')
-    path = cfg.policy.learn.get('data_path')
+    key = 'learn' if cfg.policy.learn.get('data_path') or not cfg.policy.collect.get('data_path') else 'collect'
+    path = cfg.policy[key].get('data_path')  # (DI-engine's place for it: collect's)
     if not path or not os.path.isfile(str(path)):
-        raise ConfigError(f"policy.learn.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
+        raise ConfigError(f"policy.{key}.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
                           f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
@@ -45,8 +46,15 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
                 run.learner.save_replay_buffer = False
             if resume_path:
                 run.learner.resume(resume_path)
-        train_offline(cfg, run, data, max_train_iter)
+        train_offline(cfg, run, data, _epochs_budget(cfg, data) if max_train_iter >= NO_LIMIT else max_train_iter)
     return run.policy
+
+
+def _epochs_budget(cfg: EasyDict, data: ReplayBuffer) -> int:
+    """DI-engine's ``learn.train_epoch`` as learn steps (ceil(rows / batch_size) a pass; batches are drawn uniformly
+    with replacement, not in passes), else no budget."""
+    epochs = cfg.policy.learn.get('train_epoch')
+    return epochs * -(-len(data) // cfg.policy.learn.batch_size) if epochs else NO_LIMIT
 
 
 def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:

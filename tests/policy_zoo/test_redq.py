@@ -101,6 +101,8 @@ def test_sac_n_takes_the_min_of_all_members_for_the_target_and_the_actor(monkeyp
     monkeypatch.setattr(policy, '_subset', lambda: pytest.fail('SAC-N draws no subset'))
     assert policy._soft_target_v(torch.zeros(1, 3)).tolist() == [2.0]    # min(5, 1, 3, 2) + 1
     assert policy._actor_q(torch.zeros(1, 3), torch.zeros(1, 1)).tolist() == [1.0]
+    policy._cfg.learn.with_q_entropy = False                              # DI-engine's EDAC: no entropy bonus
+    assert policy._soft_target_v(torch.zeros(1, 3)).tolist() == [1.0]
 
 
 def test_edacs_diversity_term_by_hand_member_by_member():

@@ -60,6 +60,44 @@ def test_offline_cli_is_refused_without_data_and_with_env_steps(tiny_pendulum, t
     assert run.returncode == 2 and '-m offline makes no env steps' in run.stderr
 
 
+# DI-engine's dizoo offline configs as a user has them (pendulum_cql's, and halfcheetah_medium_edac's keys on
+# Pendulum's sizes): the data file in collect.data_path, the budget in learn.train_epoch, their keys as they are
+DI_ENGINE_OFFLINE = {
+    'cql': dict(model=dict(obs_shape=3, action_shape=1, twin_critic=True, action_space='reparameterization',
+                           actor_head_hidden_size=128, critic_head_hidden_size=128),
+                learn=dict(train_epoch=2, batch_size=128, learning_rate_q=3e-4, learning_rate_policy=1e-3,
+                           learning_rate_alpha=1e-3, ignore_done=True, target_theta=0.005, discount_factor=0.99,
+                           alpha=0.2, auto_alpha=True, lagrange_thresh=-1.0, min_q_weight=5.0),
+                collect=dict(n_sample=48, unroll_len=1, data_type='hdf5', collector_logit=False)),
+    'edac': dict(model=dict(obs_shape=3, action_shape=1, ensemble_num=4, actor_head_hidden_size=32,
+                            actor_head_layer_num=3, critic_head_hidden_size=32, critic_head_layer_num=3),
+                 learn=dict(data_path=None, train_epoch=2, batch_size=128, learning_rate_q=3e-4,
+                            learning_rate_policy=3e-4, learning_rate_alpha=3e-4, alpha=1, auto_alpha=True, eta=1.0,
+                            with_q_entropy=False, learner=dict(hook=dict(save_ckpt_after_iter=100000))),
+                 collect=dict(data_type='d4rl'), other=dict(replay_buffer=dict(replay_buffer_size=2000000))),
+}
+
+
+@pytest.mark.parametrize('policy_type', list(DI_ENGINE_OFFLINE))
+def test_di_engines_offline_configs_run_with_their_data_path_and_epochs(tmp_path, policy_type):
+    demo = synthetic_demo(tmp_path / 'demo.pth')  # 300 rows: 3 batches of 128 a pass
+    policy = dict(cuda=False, **DI_ENGINE_OFFLINE[policy_type], command=dict(), eval=dict(evaluator=dict(
+        eval_freq=100)))
+    policy['collect'] = dict(policy['collect'], data_path=demo)
+    main = dict(exp_name=f'pendulum_{policy_type}_seed0', policy=policy, env=dict(
+        collector_env_num=1, evaluator_env_num=1, act_scale=True, n_evaluator_episode=1, stop_value=-250))
+    create = dict(env=dict(type='pendulum', import_names=['dizoo.classic_control.pendulum.envs.pendulum_env']),
+                  env_manager=dict(type='base'), policy=dict(type=policy_type, import_names=['ding.policy']))
+    path = tmp_path / 'cfg.py'
+    path.write_text(f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(create)}\n")
+    run = subprocess.run(['ding_lite', '-m', 'offline', '-c', str(path), '-s', '0'], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert '0 env steps, 6 train iterations' in run.stdout  # train_epoch 2 x ceil(300 / 128)
+    saved = (tmp_path / f'pendulum_{policy_type}_seed0' / 'total_config.py').read_text()
+    assert "'train_epoch': 2" in saved and ("'n_critics': 4" in saved) == (policy_type == 'edac')
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_offline_sac_learns_pendulum_from_a_controllers_demonstrations(tmp_path, seed):
