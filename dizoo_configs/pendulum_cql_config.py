@@ -1,18 +1,22 @@
 """CQL (Kumar et al. 2020) on Pendulum-v1, offline: DI-engine's ``pendulum_cql_config`` in this project's sizes (the
 zoo Pendulum SAC's), learning from a file and taking no env step.
 
-The data is yours: a demonstration file (``ding_lite -m collect_demo``) or a run's replay buffer. For the latter,
-train the zoo SAC and learn from the buffer its last resume point saved::
+The data is yours: a demonstration file (``ding_lite -m collect_demo``) or a run's replay buffer. For a SAC expert's
+deterministic demonstrations, train the zoo SAC, let it act for 10k env steps, and learn from those::
 
     ding_lite -m serial -c dizoo_configs/pendulum_sac_config.py -s 0
-    ding_lite -m offline -c dizoo_configs/pendulum_cql_config.py -s 0 --max-train-iter 3000 \\
-        --set policy.learn.data_path=pendulum_sac_seed0/ckpt/ckpt_last.buffer.pth.tar
+    ding_lite -m collect_demo -c dizoo_configs/pendulum_sac_config.py -s 0 --collect-count 10000 \\
+        --load-path pendulum_sac_seed0/ckpt/ckpt_best.pth.tar --expert-data-path demos.pth
+    ding_lite -m offline -c dizoo_configs/pendulum_cql_config.py -s 0 --max-train-iter 5000 \\
+        --set policy.learn.data_path=demos.pth
 
-Expected: from the replay buffer of the zoo SAC's seed-0 run (33k transitions, the run that reached -250), best
-evaluations -252 / -334 / -384 in 10k learn steps (seeds 0-2, still rising at the end; about 5 minutes each on 2
-busy CPU cores), where offline SAC on the same file reaches -145 / -140 / -140 (``python -m
-tests.benchmark.bench_offline --policies cql --data FILE --iterations 10000 --set policy.learn.min_q_weight=5.0``;
-docs/offline.md).
+Expected: from those 10k deterministic transitions (episodes of -159), best evaluations -179 / -154 / -149 within
+5000 learn steps (seeds 0-2, about 2 minutes each on 2 busy CPU cores), where offline SAC on the same file stays at
+-1325 / -1382 / -1504. From the replay buffer of the zoo SAC's seed-0 run instead
+(``--set policy.learn.data_path=pendulum_sac_seed0/ckpt/ckpt_last.buffer.pth.tar``, 33k transitions of a learning
+agent), -252 / -334 / -384 in 10k learn steps, still rising, where SAC reaches -145 / -140 / -140: data that covers
+the actions is SAC's own ground (``python -m tests.benchmark.bench_offline --policies sac cql --data FILE
+--set policy.learn.min_q_weight=5.0``; docs/offline.md).
 """
 from easydict import EasyDict
 
