@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import torch
 
-from entry import serial_pipeline, serial_pipeline_offline
-from tests.conftest import TINY_CREATE, pendulum_expert_demo, synthetic_demo
+from entry import collect_demo_data, serial_pipeline, serial_pipeline_offline
+from tests.conftest import TINY_CREATE, pendulum_expert_demo, synthetic_demo, zoo_config
 
 
 def _rows(exp_name) -> list[dict]:
@@ -103,7 +103,6 @@ def test_di_engines_offline_configs_run_with_their_data_path_and_epochs(tmp_path
 def test_offline_sac_learns_pendulum_from_a_controllers_demonstrations(tmp_path, seed):
     """10k transitions of a hand-made swing-up (30% random actions, the rest noisy), the zoo config's SAC, 3000
     learn steps: measured best evaluations -312 / -247 / -218 (seeds 0-2) from -1330 to -1570 at the start."""
-    from tests.conftest import zoo_config
     main, create = zoo_config('pendulum_sac_config', tmp_path / 'offline')
     main.policy.learn.data_path = pendulum_expert_demo(tmp_path / 'demo.pth', 10000)
     main.policy.eval.evaluator.eval_freq = 500
@@ -111,3 +110,42 @@ def test_offline_sac_learns_pendulum_from_a_controllers_demonstrations(tmp_path,
     serial_pipeline_offline((main, create), seed=seed, max_train_iter=3000)
     returns = [float(r['return_mean']) for r in _rows(main.exp_name)]
     assert returns[0] < -1000 and max(returns) >= -600, returns
+
+
+CQL_THRESHOLD, CQL_MARGIN = -400.0, 600.0  # CQL's best, and its lead over SAC's best (measured: 1150-1355)
+
+
+@pytest.fixture(scope='module')
+def sac_expert_demos(tmp_path_factory) -> str:
+    """10k transitions of the zoo Pendulum SAC (seed 0, trained to its stop value -250) acting deterministically, as
+    ``ding_lite -m collect_demo`` writes them: one action per state, no spread (episodes of about -160)."""
+    folder = tmp_path_factory.mktemp('sac_expert')
+    main, create = zoo_config('pendulum_sac_config', folder / 'expert')
+    serial_pipeline((main, create), seed=0)
+    path = str(folder / 'demos.pth')
+    header = collect_demo_data(zoo_config('pendulum_sac_config', folder / 'demo_run'), seed=0, collect_count=10000,
+                               expert_data_path=path,
+                               state_dict_path=os.path.join(main.exp_name, 'ckpt', 'ckpt_best.pth.tar'))
+    assert header['return_mean'] > -300, header
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_cql_beats_sac_from_a_sac_experts_deterministic_demonstrations(sac_expert_demos, tmp_path, seed):
+    """The zoo Pendulum config offline, SAC and CQL (``min_q_weight`` 5), 5000 learn steps, evaluations every 500
+    (``python -m tests.benchmark.bench_offline --data FILE``): best evaluations SAC -1325 / -1382 / -1504, CQL
+    -179 / -154 / -149 (seeds 0-2, a 2-core Intel Xeon). SAC's critics rate the actions the data lacks at will, and
+    its actor takes them; CQL's conservative term keeps it on the expert's."""
+    best = {}
+    for policy_type in ('sac', 'cql'):
+        main, create = zoo_config('pendulum_sac_config', tmp_path / policy_type)
+        create.policy.type = policy_type
+        main.policy.learn.data_path = sac_expert_demos
+        main.policy.eval.evaluator.eval_freq = 500
+        if policy_type == 'cql':
+            main.policy.learn.min_q_weight = 5.0  # dizoo_configs/pendulum_cql_config.py's (DI-engine's) value
+        serial_pipeline_offline((main, create), seed=seed, max_train_iter=5000)  # CQL stops at -250
+        rows = csv.DictReader(open(os.path.join(main.exp_name, 'log', 'evaluator.csv')))
+        best[policy_type] = max(float(r['return_mean']) for r in rows)
+    assert best['cql'] >= CQL_THRESHOLD and best['cql'] >= best['sac'] + CQL_MARGIN, best
