@@ -134,9 +134,9 @@ class SACNPolicy(REDQPolicy):
 
 @POLICY_REGISTRY.register('edac')
 class EDACPolicy(SACNPolicy):
-    """EDAC (An et al. 2021): SAC-N with the ensemble diversity term, ``eta`` times the members' mean pairwise
-    cosine similarity of their Q's gradients in the data's actions, so that fewer critics do what SAC-N needs many
-    for. DI-engine's ``model.ensemble_num`` is read as ``n_critics``."""
+    """EDAC (An et al. 2021): SAC-N with the ensemble diversity term, ``eta`` times the pairwise cosine
+    similarities of the members' Q gradients in the data's actions (summed over pairs, over N - 1), so that fewer
+    critics do what SAC-N needs many for. DI-engine's ``model.ensemble_num`` is read as ``n_critics``."""
 
     capabilities = REDQPolicy.capabilities
     config = dict(
