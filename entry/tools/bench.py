@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import os
 import runpy
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ding_lite.config import ConfigError, read_config
+from ding_lite.utils.checkpoint import atomic_write_text
 from ..kit import life_cycle
 from .aggregate import interval, statistic
 
@@ -87,6 +89,8 @@ def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = No
                               f"({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)"), flush=True)
             if entry in todo and ray is None:
                 _train(entry, seeds, out)
+                done = [e for e in entries if _finished(e, seeds, out)]  # a long suite's results as they come
+                _write([_row(e, seeds, out) for e in done], out, plots=False)
         if ray is not None and todo:
             _train_on_ray(ray, todo, seeds, os.path.abspath(out), resources)
     rows = [_row(entry, seeds, out) for entry in entries]
@@ -188,8 +192,8 @@ def _train(entry: Entry, seeds: list[int], out: str, node: str | None = None) ->
     serial_pipeline(entry.config, seed=list(seeds), max_env_step=entry.max_env_step, resume=resume,
                     overrides=overrides)
     wall = time.perf_counter() - start + (record or {}).get('wall_s', 0.0)
-    with open(os.path.join(folder, 'bench.json'), 'w') as f:
-        json.dump({'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall, 'nodes': nodes}, f)
+    atomic_write_text(os.path.join(folder, 'bench.json'), json.dumps(
+        {'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall, 'nodes': nodes}))
 
 
 def _tries(folder: str, node: str | None) -> list[str]:
@@ -198,8 +202,7 @@ def _tries(folder: str, node: str | None) -> list[str]:
     nodes = json.load(open(path)) if os.path.isfile(path) else []
     nodes.append(node or 'local')
     os.makedirs(folder, exist_ok=True)
-    with open(path, 'w') as f:
-        json.dump(nodes, f)
+    atomic_write_text(path, json.dumps(nodes))
     return nodes
 
 
@@ -247,10 +250,11 @@ def _evaluations(run_dir: str) -> list[tuple[int, float]]:
 
 
 def _write(rows: list[dict[str, str]], out: str, plots: bool = True) -> None:
-    with open(os.path.join(out, 'results.csv'), 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    table = io.StringIO(newline='')
+    writer = csv.DictWriter(table, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(os.path.join(out, 'results.csv'), table.getvalue())  # a crash leaves the last whole table
     head = ['config', 'seeds', 'env steps', 'IQM [95% CI]', 'mean', 'median', 'final per seed', 'to stop value',
             'wall (s)', 'env steps/s', 'reference']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + ' --- |' * len(head)]
@@ -260,8 +264,7 @@ def _write(rows: list[dict[str, str]], out: str, plots: bool = True) -> None:
                  r['mean'], r['median'], r['final'], f"{r['steps_to_stop']} (stop {r['stop_value']})", r['wall_s'],
                  r['env_steps_per_s'], reference]
         lines.append('| ' + ' | '.join(cells) + ' |')
-    with open(os.path.join(out, 'results.md'), 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    atomic_write_text(os.path.join(out, 'results.md'), '\n'.join(lines) + '\n')
     if plots:
         _plots(out, rows)
 

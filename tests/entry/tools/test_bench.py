@@ -67,23 +67,26 @@ def test_a_suite_writes_its_results_and_the_same_command_again_trains_nothing(tm
     assert (tmp_path / 'out' / 'wide' / 'bench.json').exists()
 
 
-def test_ctrl_c_names_the_bench_command_again_and_that_command_resumes(tmp_path):
-    command = ['ding_lite', 'bench', '-c', _config(tmp_path, 'small'), '--seeds', '0-1', '--max-env-step', '3000',
-               '--out', 'out']
+def test_ctrl_c_keeps_the_finished_configs_results_names_the_command_and_that_command_resumes(tmp_path):
+    suite = _suite(tmp_path, [dict(config=_config(tmp_path, 'short'), max_env_step=400),
+                              dict(config=_config(tmp_path, 'long'), max_env_step=3000)])
+    command = ['ding_lite', 'bench', '--suite', suite, '--seeds', '0-1', '--out', 'out']
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
-    latest = tmp_path / 'out' / 'small' / 'small_seed1' / 'ckpt' / 'latest'
+    latest = tmp_path / 'out' / 'long' / 'long_seed1' / 'ckpt' / 'latest'
     deadline = time.time() + 120
     while not latest.exists() and time.time() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err[-2000:]
+    rows = list(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
+    assert [r['config'] for r in rows] == ['short']  # written when it finished, before the second began
     hint = next(line for line in (out + err).splitlines() if 'continue it with: ' in line).split('continue it with: ')[1]
     assert hint == f"{shlex.join(command)} (finished configs are skipped, the others resume)"  # not a run's --resume
     again = subprocess.run(shlex.split(hint.split(' (')[0]), cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and 'continuing from its resume points' in again.stdout, again.stderr[-2000:]
-    assert (tmp_path / 'out' / 'small' / 'bench.json').exists()
+    assert [r['config'] for r in csv.DictReader(open(tmp_path / 'out' / 'results.csv'))] == ['short', 'long']
 
 
 def test_a_config_that_does_not_compile_stops_the_suite_before_anything_trains(tmp_path):
