@@ -28,16 +28,12 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
     once at the end, and checkpoints, resume points and ``evaluator.csv`` are written as in a serial run (its
     ``envstep`` column stays 0; tensorboard files evaluations by iteration). Returns the trained policy."""
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='offline')
-    key = 'learn' if cfg.policy.learn.get('data_path') or not cfg.policy.collect.get('data_path') else 'collect'
-    path = cfg.policy[key].get('data_path')  # (DI-engine's place for it: collect's)
-    if not path or not os.path.isfile(str(path)):
-        raise ConfigError(f"policy.{key}.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
-                          f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
-    with starting(cfg, resume_path):
+    with starting(cfg, resume_path):  # a refusal leaves no run folder behind
+        path = _data_path(cfg)
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
-            data = offline_data(cfg, run.buffer, run.collector_env.env_ref, str(path))
+            data = offline_data(cfg, run.buffer, run.collector_env.env_ref, path)
             fit_to_data(cfg, run.policy, data)
             if hasattr(data, 'update'):  # prioritized: its priorities are the run's state, kept in resume points
                 run.learner.attach('offline_data', data, buffer=True)
@@ -55,6 +51,16 @@ def _epochs_budget(cfg: EasyDict, data: ReplayBuffer) -> int:
     with replacement, not in passes), else no budget."""
     epochs = cfg.policy.learn.get('train_epoch')
     return epochs * -(-len(data) // cfg.policy.learn.batch_size) if epochs else NO_LIMIT
+
+
+def _data_path(cfg: EasyDict) -> str:
+    """The file to learn from: ``learn.data_path``, else DI-engine's ``collect.data_path``; refused if missing."""
+    key = 'learn' if cfg.policy.learn.get('data_path') or not cfg.policy.collect.get('data_path') else 'collect'
+    path = cfg.policy[key].get('data_path')
+    if not path or not os.path.isfile(str(path)):
+        raise ConfigError(f"policy.{key}.data_path={path!r}: serial_pipeline_offline learns from that file; give a "
+                          f"demonstration file (ding_lite -m collect_demo) or a run's ckpt/*.buffer.pth.tar")
+    return str(path)
 
 
 def offline_data(cfg: EasyDict, buffer: ReplayBuffer, env: Any, path: str) -> ReplayBuffer:

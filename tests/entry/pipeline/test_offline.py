@@ -55,6 +55,7 @@ def test_offline_cli_is_refused_without_data_and_with_env_steps(tiny_pendulum, t
     run = subprocess.run(['ding_lite', '-m', 'offline', '-c', str(path), '--max-train-iter', '5'],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 1 and 'ding_lite: error: ConfigError: policy.learn.data_path=None' in run.stderr
+    assert sorted(os.listdir(tmp_path)) == ['cfg.py']  # no run folder left behind
     run = subprocess.run(['ding_lite', '-m', 'offline', '-c', str(path), '--max-env-step', '5'],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 2 and '-m offline makes no env steps' in run.stderr
