@@ -128,7 +128,7 @@ def graceful_interrupt() -> Iterator[threading.Event]:
 class RunProgress:
     """The run's sign of life: on a terminal a tqdm bar of env steps with the last evaluation return; elsewhere
     (a log file, a cluster job) a plain line on stderr at each evaluation and at least once a minute: env steps,
-    iteration, last eval return, env steps/s. A run with no budget (neither ``max_env_step`` nor ``max_train_iter``)
+    iteration, last eval return, env steps/s, with an env-step budget the time left to it. A run with no budget (neither ``max_env_step`` nor ``max_train_iter``)
     that has not reached its stop value after ``LONG_SECONDS`` says so on both. Takes tqdm's ``n``, ``update`` and
     ``set_postfix``."""
 
@@ -137,6 +137,7 @@ class RunProgress:
         self._stream = stream or sys.stderr
         self._tty = bool(getattr(self._stream, 'isatty', lambda: False)())
         total = max_env_step if max_env_step < int(1e10) else None
+        self._total = total
         self.name = name or cfg.exp_name
         self._bar = tqdm(total=total, initial=envstep, unit='step', desc=self.name, dynamic_ncols=True,
                          disable=not self._tty, file=self._stream)
@@ -155,6 +156,13 @@ class RunProgress:
         return (f"; stop value {self._no_budget} not reached after {minutes:.0f} min and no budget set: "
                 f"--max-env-step N ends it")
 
+    def _eta(self, speed: float) -> str:
+        """With an env-step budget, the time left to it at this run's speed so far (nothing before a speed)."""
+        if self._total is None or speed <= 0 or self.n >= self._total:
+            return ''
+        minutes = (self._total - self.n) / speed / 60
+        return f", {minutes:.0f} min left" if minutes < 90 else f", {minutes / 60:.1f} h left"
+
     def update(self, steps: int) -> None:
         if self._evaluated:  # at the env step it evaluated at
             self._line()
@@ -172,10 +180,11 @@ class RunProgress:
 
     def _line(self) -> None:
         now = time.monotonic()
-        rate = f"{(self.n - self._start_step) / max(now - self._start, 1e-9):.0f}" if self.n > self._start_step else '-'
+        speed = (self.n - self._start_step) / max(now - self._start, 1e-9)
+        rate = f"{speed:.0f}" if self.n > self._start_step else '-'
         print(f"[{time.strftime('%H:%M:%S')}] {self.name}: env step {self.n}, iteration {self._train_iter()}, "
-              f"eval return {self._eval_return or '-'}, {rate} env steps/s{self._note()}", file=self._stream,
-              flush=True)
+              f"eval return {self._eval_return or '-'}, {rate} env steps/s{self._eta(speed)}{self._note()}",
+              file=self._stream, flush=True)
         self._last_line, self._evaluated = now, False
 
     def close(self) -> None:

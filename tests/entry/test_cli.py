@@ -210,6 +210,21 @@ def test_a_run_with_no_budget_says_so_once_it_has_gone_on_long(monkeypatch):
     assert lines['none'][1].endswith('env steps/s; stop value -150 not reached after 0 min and no budget set: '
                                      '--max-env-step N ends it')
     assert not any('not reached' in line for line in lines['env steps'] + lines['iterations'])
+    assert ' min left' in lines['env steps'][1] and not any('left' in line for line in lines['none'])
+
+
+def test_the_time_left_is_the_budgets_rest_at_the_speed_so_far(monkeypatch):
+    import io
+    from easydict import EasyDict
+    from entry.kit import life_cycle as run_module
+    now = [0.0]
+    monkeypatch.setattr(run_module.time, 'monotonic', lambda: now[0])
+    monkeypatch.setattr(run_module, 'LINE_SECONDS', 0.0)
+    stream = io.StringIO()
+    progress = run_module.RunProgress(EasyDict(exp_name='eta'), 1000, 13000, lambda: 0, stream=stream)
+    now[0] = 60.0
+    progress.update(2000)  # 2000 env steps in a minute: 10000 left, 5 min
+    assert stream.getvalue().rstrip().endswith('33 env steps/s, 5 min left'), stream.getvalue()
 
 
 def test_many_seeds_share_one_progress_line_per_evaluation_round():
