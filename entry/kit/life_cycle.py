@@ -128,9 +128,9 @@ def graceful_interrupt() -> Iterator[threading.Event]:
 class RunProgress:
     """The run's sign of life: on a terminal a tqdm bar of env steps with the last evaluation return; elsewhere
     (a log file, a cluster job) a plain line on stderr at each evaluation and at least once a minute: env steps,
-    iteration, last eval return, env steps/s, with an env-step budget the time left to it. A run with no budget (neither ``max_env_step`` nor ``max_train_iter``)
-    that has not reached its stop value after ``LONG_SECONDS`` says so on both. Takes tqdm's ``n``, ``update`` and
-    ``set_postfix``."""
+    iteration, last eval return, env steps/s, with an env-step budget the time left to it. A run with no budget
+    (neither ``max_env_step`` nor ``max_train_iter``) that has not reached its stop value after ``LONG_SECONDS``
+    says so on both. Takes tqdm's ``n``, ``update`` and ``set_postfix``."""
 
     def __init__(self, cfg: EasyDict, envstep: int, max_env_step: int, train_iter: Callable[[], int],
                  stream: TextIO | None = None, name: str | None = None, max_train_iter: int | None = None) -> None:
