@@ -14,5 +14,5 @@ from .cql import CQLPolicy, DiscreteCQLPolicy
 from .hybrid_sac import HybridSACPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
-           'DroQPolicy', 'SACNPolicy', 'EDACPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy', 'DiscreteCQLPolicy',
-           'HybridSACPolicy', 'create_policy', 'get_policy_cls']
+           'DroQPolicy', 'SACNPolicy', 'EDACPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy',
+           'DiscreteCQLPolicy', 'HybridSACPolicy', 'create_policy', 'get_policy_cls']

@@ -82,7 +82,7 @@ def test_ctrl_c_keeps_the_finished_configs_results_names_the_command_and_that_co
     assert process.returncode == 130, err[-2000:]
     rows = list(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
     assert [r['config'] for r in rows] == ['short']  # written when it finished, before the second began
-    hint = next(line for line in (out + err).splitlines() if 'continue it with: ' in line).split('continue it with: ')[1]
+    hint = next(line for line in (out + err).splitlines() if 'continue it with: ' in line).split('with: ')[1]
     assert hint == f"{shlex.join(command)} (finished configs are skipped, the others resume)"  # not a run's --resume
     again = subprocess.run(shlex.split(hint.split(' (')[0]), cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and 'continuing from its resume points' in again.stdout, again.stderr[-2000:]
