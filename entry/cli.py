@@ -167,10 +167,15 @@ def build_tool_parser() -> argparse.ArgumentParser:
     bench.add_argument('--seeds', default='0-4', help='seeds of every config: 0-9, 0,3,7 (default 0-4)')
     bench.add_argument('--max-env-step', type=_positive_int, default=None,
                        help="each config's budget (-c); with --suite it replaces the file's budgets")
-    bench.add_argument('--out', default='bench', help='the folder of the runs and results (default: bench)')
+    bench.add_argument('--out', default='bench', help='the folder of the results, and of the runs without '
+                       '--storage-path (default: bench)')
     bench.add_argument('--ray', nargs='?', const=os.environ.get('RAY_ADDRESS') or '', default=None,
                        metavar='ADDRESS', help="each config's run a Ray task on the cluster at ADDRESS (default: "
-                       "RAY_ADDRESS; 'local': a Ray on this machine); --out must be a folder every node reaches")
+                       "RAY_ADDRESS; 'local': a Ray on this machine); the runs' folder must be one every node "
+                       "reaches")
+    bench.add_argument('--storage-path', metavar='DIR', help="where the runs (checkpoints, logs) go, as Ray's own "
+                       "storage_path: a folder every node reaches with --ray (default: --out, which keeps the "
+                       "results)")
     bench.add_argument('--set', action='append', default=[], metavar='KEY=VALUE', dest='overrides',
                        help='change one config value of every -c config, as the training modes\' --set')
     for sub in (plot, summary, listing, config, zoo, capabilities, export, tune, bench):
@@ -209,7 +214,7 @@ def _run_tool(args: argparse.Namespace) -> None:
         entries = load_suite(args.suite, args.max_env_step) if args.suite else \
             entries_of(args.config, args.max_env_step, parse_overrides(args.overrides))
         try:
-            rows = bench(entries, parse_seeds(args.seeds), args.out, args.ray)
+            rows = bench(entries, parse_seeds(args.seeds), args.out, args.ray, args.storage_path)
         except KeyboardInterrupt:
             print("bench interrupted: the runs kept their resume points; the same command continues them")
             raise

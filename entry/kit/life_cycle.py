@@ -160,8 +160,10 @@ class RunProgress:
         """With an env-step budget, the time left to it at this run's speed so far (nothing before a speed)."""
         if self._total is None or speed <= 0 or self.n >= self._total:
             return ''
-        minutes = (self._total - self.n) / speed / 60
-        return f", {minutes:.0f} min left" if minutes < 90 else f", {minutes / 60:.1f} h left"
+        seconds = (self._total - self.n) / speed
+        left = f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min" if seconds < 5400 else \
+            f"{seconds / 3600:.1f} h"
+        return f", {left} left"
 
     def update(self, steps: int) -> None:
         if self._evaluated:  # at the env step it evaluated at

@@ -75,26 +75,29 @@ def entries_of(configs: list[str], max_env_step: int | None, overrides: dict[str
     return _unique([Entry(c, _stem(c), int(max_env_step), dict(overrides)) for c in configs])
 
 
-def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = None) -> list[dict[str, str]]:
+def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = None,
+          storage_path: str | None = None) -> list[dict[str, str]]:
     """Train each entry's seeds (skipping finished ones, resuming unfinished ones), then write ``results.csv``,
-    ``results.md`` and the plots under ``out``; returns the rows. ``ray``: each entry's run a Ray task on the cluster
-    at that address (``'local'``: a Ray started on this machine), ``out`` a folder every node reaches."""
-    todo = [entry for entry in entries if not _finished(entry, seeds, out)]
+    ``results.md`` and the plots under ``out``; returns the rows. The runs (checkpoints, logs) live under
+    ``storage_path`` (Ray's name; default ``out``). ``ray``: each entry's run a Ray task on the cluster at that
+    address (``'local'``: a Ray started on this machine), the runs' folder one every node reaches."""
+    runs = os.path.abspath(storage_path or out)
+    todo = [entry for entry in entries if not _finished(entry, seeds, runs)]
     resources = _check(todo, seeds)
     os.makedirs(out, exist_ok=True)
     with life_cycle.continued_by(' (finished configs are skipped, the others resume)'):
         for k, entry in enumerate(entries):
             print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
                   f"steps" + ('' if entry in todo else f": finished before, skipped "
-                              f"({_record(os.path.join(out, entry.name))['wall_s']:.0f} s then)"), flush=True)
+                              f"({_record(os.path.join(runs, entry.name))['wall_s']:.0f} s then)"), flush=True)
             if entry in todo and ray is None:
-                _train(entry, seeds, out)
-                done = [e for e in entries if _finished(e, seeds, out)]  # a long suite's results as they come
-                _write([_row(e, seeds, out) for e in done], out, plots=False)
+                _train(entry, seeds, runs)
+                done = [e for e in entries if _finished(e, seeds, runs)]  # a long suite's results as they come
+                _write([_row(e, seeds, runs) for e in done], out, runs, plots=False)
         if ray is not None and todo:
-            _train_on_ray(ray, todo, seeds, os.path.abspath(out), resources)
-    rows = [_row(entry, seeds, out) for entry in entries]
-    _write(rows, out, plots=bool(todo) or not os.path.exists(os.path.join(out, 'curves.png')))
+            _train_on_ray(ray, todo, seeds, runs, resources)
+    rows = [_row(entry, seeds, runs) for entry in entries]
+    _write(rows, out, runs, plots=bool(todo) or not os.path.exists(os.path.join(out, 'curves.png')))
     return rows
 
 
@@ -249,7 +252,7 @@ def _evaluations(run_dir: str) -> list[tuple[int, float]]:
     return rows
 
 
-def _write(rows: list[dict[str, str]], out: str, plots: bool = True) -> None:
+def _write(rows: list[dict[str, str]], out: str, runs: str, plots: bool = True) -> None:
     table = io.StringIO(newline='')
     writer = csv.DictWriter(table, fieldnames=COLUMNS)
     writer.writeheader()
@@ -266,19 +269,20 @@ def _write(rows: list[dict[str, str]], out: str, plots: bool = True) -> None:
         lines.append('| ' + ' | '.join(cells) + ' |')
     atomic_write_text(os.path.join(out, 'results.md'), '\n'.join(lines) + '\n')
     if plots:
-        _plots(out, rows)
+        _plots(out, runs, rows)
 
 
-def _plots(out: str, rows: list[dict[str, str]]) -> None:
+def _plots(out: str, runs: str, rows: list[dict[str, str]]) -> None:
     """Learning curves (IQM band) and the suite's performance profile, where matplotlib is installed."""
     if importlib.util.find_spec('matplotlib') is None:
         print("bench: no plots (pip install matplotlib)")
         return
     from .plot import plot_curves, plot_profiles
-    runs = [os.path.join(out, r['config'], d) for r in rows for d in sorted(os.listdir(os.path.join(out, r['config'])))
-            if os.path.isdir(os.path.join(out, r['config'], d))]
-    plot_curves(runs, os.path.join(out, 'curves.png'), aggregate_name='iqm')
-    plot_profiles(runs, os.path.join(out, 'profile.png'))
+    folders = [os.path.join(runs, r['config'], d) for r in rows
+               for d in sorted(os.listdir(os.path.join(runs, r['config'])))
+               if os.path.isdir(os.path.join(runs, r['config'], d))]
+    plot_curves(folders, os.path.join(out, 'curves.png'), aggregate_name='iqm')
+    plot_profiles(folders, os.path.join(out, 'profile.png'))
 
 
 def _stem(config: str) -> str:

@@ -116,15 +116,18 @@ def test_a_suite_runs_its_configs_as_ray_tasks(tmp_path):
     env = {**os.environ, 'RAY_TMPDIR': ray_tmp, 'RAY_ADDRESS': ''}
     try:
         ran = subprocess.run(['ding_lite', 'bench', '--suite', suite, '--seeds', '0-1', '--out', 'out', '--ray',
-                              'local'], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+                              'local', '--storage-path', 'shared'], capture_output=True, text=True, timeout=300,
+                             cwd=tmp_path, env=env)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.count(' finished') >= 2
     rows = list(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
     assert [r['config'] for r in rows] == ['one', 'two'] and all(len(r['final'].split()) == 2 for r in rows)
-    record = json.load(open(tmp_path / 'out' / 'one' / 'bench.json'))
+    assert sorted(os.listdir(tmp_path / 'out')) == ['curves.png', 'profile.png', 'results.csv', 'results.md']
+    record = json.load(open(tmp_path / 'shared' / 'one' / 'bench.json'))  # the runs in the storage path
     assert len(record['nodes']) == 1 and record['nodes'][0] != 'local'  # a Ray node's id
+    assert (tmp_path / 'shared' / 'two' / 'two_seed1' / 'ckpt' / 'latest').is_file()
 
 
 def test_ray_with_no_cluster_to_join_says_how_to_start_one(tmp_path):
