@@ -240,21 +240,25 @@ def test_resuming_a_finished_run_trains_and_evaluates_no_more(tmp_path, local_ra
 
 
 # ---- the command line: Ctrl-C, resume, shutdown ----
-def _ray_processes() -> set[int]:
-    pids = set()
+def _ray_processes(ray_tmp: str) -> set[int]:
+    """The Ray processes started with ``RAY_TMPDIR=ray_tmp`` (this test's; not another test's Ray on another
+    worker)."""
+    pids, mark = set(), f'RAY_TMPDIR={ray_tmp}'.encode() + b'\0'
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
             cmdline = open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ')
+            ours = mark in open(f'/proc/{pid}/environ', 'rb').read()
         except OSError:
             continue
-        if any(key in cmdline for key in (b'raylet', b'gcs_server', b'ray::', b'ray/_private', b'ray/dashboard')):
+        if ours and any(key in cmdline for key in (b'raylet', b'gcs_server', b'ray::', b'ray/_private',
+                                                   b'ray/dashboard')):
             pids.add(int(pid))
     return pids
 
 
-def _wait_gone(before: set[int], seconds: float = 15) -> set[int]:
+def _wait_gone(before: set[int], ray_tmp: str, seconds: float = 15) -> set[int]:
     deadline = time.time() + seconds
-    while (left := _ray_processes() - before) and time.time() < deadline:
+    while (left := _ray_processes(ray_tmp) - before) and time.time() < deadline:
         time.sleep(0.5)
     return left
 
@@ -264,19 +268,20 @@ def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path, ray_tmp):
     main, create = _tiny(tmp_path, name='cli')
     main.policy.learn.learner.hook.save_ckpt_after_iter = 10 ** 6  # the resume point must come from Ctrl-C
     cli = [sys.executable, '-m', 'entry.cli', '-m', 'parallel', '-c', _write(tmp_path, main, create)]
-    before = _ray_processes()
+    before = _ray_processes(ray_tmp)
     process = subprocess.Popen(cli + ['-s', '0'], cwd=tmp_path, env=_cli_env(ray_tmp), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
     csv = tmp_path / 'cli' / 'log' / 'evaluator.csv'
     deadline = time.time() + 120
     while not (csv.exists() and len(csv.read_text().splitlines()) >= 3) and time.time() < deadline:
         time.sleep(0.2)
+    assert _ray_processes(ray_tmp) - before, "the check sees this run's Ray processes"
     process.send_signal(signal.SIGINT)
     output = process.communicate(timeout=120)[0].decode()
     assert process.returncode == 130, output
     assert 'is a resume point' in output
     assert (tmp_path / 'cli' / 'ckpt' / 'latest').read_text().strip() == 'ckpt_last.pth.tar'
-    assert not _wait_gone(before), 'Ray processes left behind after Ctrl-C'
+    assert not _wait_gone(before, ray_tmp), 'Ray processes left behind after Ctrl-C'
     stopped, _ = _last_state(str(tmp_path / 'cli'))
 
     resumed = subprocess.run(cli + ['--resume', '--max-env-step', str(stopped['last_envstep'] + 200)], cwd=tmp_path,
@@ -287,7 +292,7 @@ def test_cli_parallel_ctrl_c_resume_and_no_ray_left(tmp_path, ray_tmp):
     assert buffer['count'] == state['run']['loop']['envstep']  # the saved buffer was restored, then added to
     rows = [int(line.split(',')[0]) for line in csv.read_text().splitlines()[1:]]
     assert rows == sorted(set(rows)) and rows[-1] > stopped['last_iter']  # appended, no row twice
-    assert not _wait_gone(before), 'Ray processes left behind after a finished run'
+    assert not _wait_gone(before, ray_tmp), 'Ray processes left behind after a finished run'
 
 
 def test_missing_ray_address_is_a_clear_error(tmp_path, ray_tmp):
