@@ -117,12 +117,6 @@ class CQLPolicy(_Conservative, SACPolicy):
         q_sampled = torch.cat([s.unflatten(-1, (obs.shape[0], n)) for s in samples], -1)  # [E, B, 3n]
         return torch.logsumexp(q_sampled, -1).mean(-1) - q.mean(-1)
 
-    def _soft_target_v(self, next_obs: Tensor) -> Tensor:
-        if self._cfg.learn.with_q_entropy:
-            return super()._soft_target_v(next_obs)
-        action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
-        return self._heads.soft_value(self._critic(next_obs, action, target=True), torch.zeros_like(log_prob))
-
 
 @POLICY_REGISTRY.register('discrete_cql')
 class DiscreteCQLPolicy(_Conservative, DiscreteSACPolicy):
@@ -137,9 +131,3 @@ class DiscreteCQLPolicy(_Conservative, DiscreteSACPolicy):
         if 'action_mask' in output:
             q_all = q_all.masked_fill(~output['action_mask'].bool(), -math.inf)
         return torch.logsumexp(q_all, -1).mean(-1) - q.mean(-1)
-
-    def _soft_target_v(self, next_obs: Tensor) -> Tensor:
-        if self._cfg.learn.with_q_entropy:
-            return super()._soft_target_v(next_obs)
-        pi = self._log_pi(next_obs).exp()
-        return self._heads.expectation(pi, self._heads.reduce(self._critic(next_obs, target=True)))

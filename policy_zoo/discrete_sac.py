@@ -94,7 +94,7 @@ class DiscreteSACPolicy(SACPolicy):
 
     def _soft_target_v(self, next_obs: Any) -> Tensor:
         log_pi = self._log_pi(next_obs)
-        v = self._heads.soft_value(self._critic(next_obs, target=True), self._alpha.value * log_pi)  # [B, A(, K)]
+        v = self._heads.soft_value(self._critic(next_obs, target=True), self._target_bonus(log_pi))  # [B, A(, K)]
         return self._heads.expectation(log_pi.exp(), v)
 
     def _actor_loss(self, obs: Any) -> tuple[Tensor, Tensor, dict[str, Tensor]]:

@@ -64,8 +64,7 @@ class REDQPolicy(SACPolicy):
         q = self._critic(next_obs, action, target=True)  # [N, B]
         if self._cfg.learn.subset_size not in (None, self._n_critics):
             q = q.index_select(0, self._subset())  # [M, B]
-        q = q.min(0).values
-        return q - self._alpha.value * log_prob if self._cfg.learn.with_q_entropy else q
+        return q.min(0).values - self._target_bonus(log_prob)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         loss, td, q, target_q = super()._critic_loss(batch)

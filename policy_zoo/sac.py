@@ -346,7 +346,14 @@ class SACPolicy(Policy):
     def _soft_target_v(self, next_obs: Tensor) -> Tensor:
         """The soft value of ``next_obs`` from the target critics: ``min Q(s', a') - alpha log pi(a'|s')``."""
         action, log_prob = tanh_gaussian_sample(*self._actor(next_obs))
-        return self._heads.soft_value(self._critic(next_obs, action, target=True), self._alpha.value * log_prob)
+        return self._heads.soft_value(self._critic(next_obs, action, target=True), self._target_bonus(log_prob))
+
+    def _target_bonus(self, log_prob: Tensor) -> Tensor:
+        """What the TD target's soft value subtracts: ``alpha log pi``, or 0 with ``learn.with_q_entropy=False``
+        (DI-engine's key of CQL and EDAC, which declare it)."""
+        if self._cfg.learn.get('with_q_entropy', True):
+            return self._alpha.value * log_prob
+        return torch.zeros_like(log_prob)
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         """``(loss, entropy [B], stats)``: ``alpha log pi(a|s) - _actor_q(s, a)`` over reparameterised actions."""
