@@ -76,6 +76,38 @@ def make_error(env_id: str, error: Exception) -> str:
     return f"cannot make gymnasium env {env_id!r}{source}: its constructor raised {upstream}"
 
 
+_PLAIN: dict[type, bool] = {}
+
+
+def _steps_plainly(cls: type) -> bool:
+    """Whether ``cls`` steps as ``GymnasiumEnv`` does (``step_many`` may then step its envs together)."""
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = all(getattr(cls, name) is getattr(GymnasiumEnv, name)
+                                  for name in ('step', '_action', '_advance', '_count'))
+    return plain
+
+
+def _numbers(rewards: tuple) -> np.ndarray | None:
+    """The envs' rewards as float64 where each is one number (what ``_count`` adds up), else None."""
+    try:
+        values = np.array(rewards, np.float64)
+    except (TypeError, ValueError):
+        return None
+    return values if values.ndim == 1 else None
+
+
+def _float32_rows(obs: tuple) -> list[Any]:
+    """Each env's observation as ``step`` gives it (float64 arrays as float32): float64 arrays of one shape
+    converted in one stack, float32 arrays as they are."""
+    first = obs[0]
+    if type(first) is np.ndarray and first.dtype == np.float64:
+        stacked = np.array(obs)
+        if stacked.dtype == np.float64 and stacked.shape[1:] == first.shape:
+            return list(stacked.astype(np.float32))
+    return [o if type(o) is np.ndarray and o.dtype != np.float64 else GymnasiumEnv._obs(o) for o in obs]
+
+
 @ENV_REGISTRY.register('gymnasium')
 class GymnasiumEnv(EpisodeSeeds, BaseEnv):
     """Wraps ``gymnasium.make(env_id)`` (inside the config's ``wrappers``): observations adapted for the models
@@ -197,13 +229,16 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         """gymnasium's step with an action in the env's own space, counted into the episode; float64 obs as
         float32."""
         obs, reward, terminated, truncated, info = self._env.step(env_action)
-        # a vector reward (policy.reward_weights) sums per dimension
-        self._episode_return = self._episode_return + (float(reward) if isinstance(reward, (float, int)) or
-                                                       np.ndim(reward) == 0 else np.asarray(reward, np.float64))
-        self._episode_steps += 1
+        self._count(reward)
         if type(obs) is not np.ndarray or obs.dtype == np.float64:  # float32 arrays (the common case) as they are
             obs = self._obs(obs)
         return obs, reward, terminated, truncated, info
+
+    def _count(self, reward: Any) -> None:
+        """A step's reward into the episode's return (a vector reward sums per dimension) and its length."""
+        self._episode_return = self._episode_return + (float(reward) if isinstance(reward, (float, int)) or
+                                                       np.ndim(reward) == 0 else np.asarray(reward, np.float64))
+        self._episode_steps += 1
 
     @classmethod
     def step_many(cls, envs: list[GymnasiumEnv], actions: np.ndarray, all_info: bool = False
@@ -211,8 +246,8 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         """``step`` of ``envs[k]`` with row k of ``actions``, scaling every row at once where the envs share an
         action space: ``(obs, reward (float64 of step's float32), done, terminated, {k: info of an ended
         episode's last step, as ``step`` gives it})``, with ``all_info`` every env's info (the others' as the env
-        gave it). None where this type changed ``step`` or ``_action`` (each env then steps on its own)."""
-        if cls.step is not GymnasiumEnv.step or cls._action is not GymnasiumEnv._action:
+        gave it). None where this type changed how an env steps (each env then steps on its own)."""
+        if not _steps_plainly(cls):
             return None
         first = envs[0]
         key = first._action_key
@@ -221,7 +256,16 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
             env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
-        obs, reward, terminated, truncated, infos = zip(*[env._advance(a) for env, a in zip(envs, env_actions)])
+        obs, reward, terminated, truncated, infos = zip(*[env._env.step(a) for env, a in zip(envs, env_actions)])
+        rewards = _numbers(reward)
+        if rewards is not None:  # _count's common case for every env at once
+            for env, value in zip(envs, rewards.tolist()):
+                env._episode_return += value
+                env._episode_steps += 1
+        else:
+            for env, value in zip(envs, reward):
+                env._count(value)
+        obs = _float32_rows(obs)
         if cls._train_reward is not GymnasiumEnv._train_reward:
             reward = [env._train_reward(r) for env, r in zip(envs, reward)]
         terminated = np.array(terminated, bool)
@@ -230,7 +274,7 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         if done.any():
             for k in np.flatnonzero(done).tolist():
                 ended_info[k] = envs[k]._info(infos[k], terminated[k], truncated[k])
-        return list(obs), np.array(reward, np.float32).astype(np.float64), done, terminated, ended_info
+        return obs, np.array(reward, np.float32).astype(np.float64), done, terminated, ended_info
 
     def _train_reward(self, reward: float) -> float:
         """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""

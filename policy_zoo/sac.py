@@ -369,8 +369,9 @@ class SACPolicy(Policy):
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
         """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
-        logit = output['logit']                                # [B, 2, A], or DI-engine's {'mu', 'sigma'}
-        mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else logit.unbind(1)
+        logit = output['logit']                                # [mu, sigma], [B, 2, A] or DI-engine's {'mu', 'sigma'}
+        mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else \
+            logit if isinstance(logit, (list, tuple)) else logit.unbind(1)
         generator = torch.Generator(mu.device).manual_seed(0)
         noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
         return -tanh_gaussian_sample(mu, sigma, noise)[1]

@@ -101,6 +101,11 @@ class InteractionSerialEvaluator:
         if self._memory is not None:
             self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
+        self._all_ids = list(range(self._env.env_num))
+        # how the envs act and step this run: one forward on stacked observations, a step as columns
+        self._stacks = getattr(self._policy, 'forward_batch', None) is not None and \
+            hasattr(self._env, 'ready_obs_batch')
+        self._steps_as_columns = self._columnar()
         self.episode_metrics, self.info_stats = [], {}
         pop_env_stats(self._env)  # what other steps of these envs reported does not count
         self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
@@ -108,8 +113,7 @@ class InteractionSerialEvaluator:
     def _ready_rows(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs with episodes still to run and their observations stacked, where the policy and the env
         manager offer a batch forward (else None: ``_per_env_actions``)."""
-        forward_batch = getattr(self._policy, 'forward_batch', None)
-        ready = self._env.ready_obs_batch() if forward_batch and hasattr(self._env, 'ready_obs_batch') else None
+        ready = self._env.ready_obs_batch() if self._stacks else None
         if ready is None:
             return None
         ids, obs = ready
@@ -200,10 +204,10 @@ class InteractionSerialEvaluator:
             self._tainted.add(rows[k])
         if self._memory is not None:
             self._memory.stepped(rows, actions, step.reward.astype(np.float32))
-        index = np.asarray(rows, dtype=np.int64)
+        index = slice(None) if rows == self._all_ids else np.asarray(rows, dtype=np.int64)
         self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
         self._length[index] += 1
-        for k in np.flatnonzero(step.done).tolist():
+        for k in np.flatnonzero(step.done).tolist() if step.done.any() else ():
             env_id, info = rows[k], (step.info or {}).get(rows[k], {})
             if env_id in self._tainted:
                 self._broken_episode(env_id, info)
@@ -321,7 +325,7 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
             evaluator = evaluators[k]
             if k not in actions:
                 evaluator._advance(evaluator._per_env_actions())
-            elif evaluator._columnar():
+            elif evaluator._steps_as_columns:
                 finishes.append(evaluator._begin_advance_columns(ready[k][0], actions[k]))
             else:
                 evaluator._advance(dict(zip(ready[k][0], actions[k])))

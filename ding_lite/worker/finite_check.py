@@ -1,6 +1,7 @@
 """Non-finite values from an env, caught where a transition is made, before anything enters a buffer."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,11 @@ def all_finite(values: list[Any]) -> bool:
 def nonfinite_rows(columns: dict[str, np.ndarray]) -> np.ndarray | None:
     """Per row of ``columns`` (a transition field each), whether it holds a NaN or an infinity; None if no row
     does (the common case: one sum per float field)."""
-    arrays = [columns[key] for key in FIELDS if key in columns and columns[key].dtype.kind in 'fc']
-    # a NaN or an infinity makes the sum of all values non-finite (as may an overflow: the rows tell)
-    if np.isfinite(sum(np.add.reduce(array, axis=None) for array in arrays)):
+    arrays = [array for key in FIELDS if (array := columns.get(key)) is not None and array.dtype.kind in 'fc']
+    total = 0.0  # a NaN or an infinity makes the sum of all values non-finite (as may an overflow: the rows tell)
+    for array in arrays:
+        total += np.add.reduce(array, axis=None)
+    if math.isfinite(total.real) and math.isfinite(total.imag):
         return None
     bad = None
     for array in arrays:

@@ -198,7 +198,8 @@ class SeedAxis:
     def act(self, mode: str, obs: list[Tensor | None], **kwargs: Any) -> list[dict[str, Tensor] | None]:
         """One forward of the seeds' ``mode`` (``'collect'`` or ``'eval'``) on their stacked observations, seed k's
         rows ``obs[k]`` (None: nothing to act on; padded, as are shorter row counts); seed k's outputs, as its own
-        ``forward_batch`` gives them. The collect forward's noise comes from the caller's stream, for all seeds."""
+        ``forward_batch`` gives them (a Gaussian's [mu, sigma] as one [B, 2, A] logit). The collect forward's noise
+        comes from the caller's stream, for all seeds."""
         present = [k for k, o in enumerate(obs) if o is not None]
         if mode == 'eval':
             return self._split(self._mapped(self.lead.eval_act, _padded(obs), 'eval'), obs)

@@ -275,3 +275,37 @@ def test_async_envpool_pairs_each_env_with_what_it_was_sent(tiny_pendulum):
     follows = {tuple(o.tolist()) for o in batch['obs']}
     chained = sum(tuple(o.tolist()) in follows for o in batch['next_obs'])
     assert len(batch['obs']) >= 240 and chained >= 0.8 * len(batch['obs'])  # all but episode ends and the tail
+
+
+class _Float64Walk(gym.Env):
+    """float64 observations and rewards that float32 cannot hold exactly; the episode ends at its third step."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float64)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        self.t, self.x = 0, np.array([0.1, 1 / 3])
+        return self.x.copy(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.x = self.x + np.array([float(action[0]), 0.1])
+        return self.x.copy(), float(self.x.sum()) / 3, self.t >= 3, False, {}
+
+
+def test_step_many_gives_what_each_env_step_gives_with_float64_observations():
+    """Envs stepped together: the observations as float32 (one conversion for all), the float32 rewards, and each
+    episode's return summed in float64 as one env's own steps sum it."""
+    from envs import GymnasiumEnv
+    envs, twins = ([GymnasiumEnv({}, env=_Float64Walk()) for _ in range(2)] for _ in range(2))
+    for env in envs + twins:
+        env.reset()
+    actions = np.array([[0.3], [-0.7]], np.float32)
+    for _ in range(3):
+        obs, reward, done, terminated, info = GymnasiumEnv.step_many(envs, actions)
+        expected = [twin.step(a) for twin, a in zip(twins, actions)]
+        assert all(o.dtype == np.float32 and np.array_equal(o, t.obs) for o, t in zip(obs, expected))
+        assert reward.tolist() == [float(t.reward) for t in expected]
+    assert done.all() and terminated.all()
+    assert [info[k]['eval_episode_return'] for k in range(2)] == [t.info['eval_episode_return'] for t in expected]
+    assert [env._episode_steps for env in envs] == [3, 3]

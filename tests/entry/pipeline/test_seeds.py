@@ -283,7 +283,8 @@ def test_one_forward_acts_for_every_seed_as_its_own_forward_would():
         own = policies[k]._forward_eval_batch(obs[k])
         assert evaluated[k]['action'].shape == (len(obs[k]), 2)
         torch.testing.assert_close(evaluated[k]['action'], own['action'])
-        torch.testing.assert_close(collected[k]['logit'], policies[k]._collect_act(obs[k])['logit'])
+        logit = policies[k]._collect_act(obs[k])['logit']  # [mu, sigma]; the seeds' forward stacks them
+        torch.testing.assert_close(collected[k]['logit'], torch.stack(list(logit), 1))
         assert collected[k]['action'].abs().max() <= 1 and len(policies[k]._recent_outputs) == 1
     assert not policies[1]._recent_outputs
     discrete = [create_policy(_policy_cfg('discrete_sac')) for _ in range(2)]
