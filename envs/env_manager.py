@@ -53,6 +53,7 @@ class BaseEnvManager:
         self._env_fn = list(env_fn)
         self.env_num = len(self._env_fn)
         self._envs: list[BaseEnv] = []
+        self._step_many: Any = None  # the envs' shared step_many (False: none), looked up once per set of envs
         self._launched = False
         self._seeds: list[int] | None = None
         self._dynamic_seed = True
@@ -66,6 +67,7 @@ class BaseEnvManager:
     def _env_create(self) -> None:
         if not self._envs:
             self._envs = [fn() for fn in self._env_fn]
+            self._step_many = None
 
     def _env_seed(self, env_id: int, seed: int, dynamic_seed: bool) -> None:
         self._envs[env_id].seed(seed, dynamic_seed)
@@ -89,11 +91,15 @@ class BaseEnvManager:
     def _env_step_many(self, env_ids: list[int], actions: np.ndarray) -> tuple | None:
         """Envs of one type that offers ``step_many`` step through it (one action scaling for all); None: they
         step one by one."""
-        envs = [self._envs[i] for i in env_ids]
-        step_many = getattr(type(envs[0]), 'step_many', None)
-        if step_many is None or any(type(env) is not type(envs[0]) for env in envs):
+        if self._step_many is None:
+            kind = type(self._envs[0])
+            same = all(type(env) is kind for env in self._envs)
+            self._step_many = same and getattr(kind, 'step_many', None) or False
+        if not self._step_many:
             return None
-        return step_many(envs, actions, all_info=True) if self.info_stats is not None else step_many(envs, actions)
+        envs = [self._envs[i] for i in env_ids]
+        return self._step_many(envs, actions, all_info=True) if self.info_stats is not None else \
+            self._step_many(envs, actions)
 
     def _env_recreate(self, env_id: int) -> None:
         try:
@@ -101,11 +107,12 @@ class BaseEnvManager:
         except Exception:  # closing a broken env may fail too; it is discarded anyway
             pass
         self._envs[env_id] = self._env_fn[env_id]()
+        self._step_many = None
 
     def _env_close(self) -> None:
         for env in self._envs:
             env.close()
-        self._envs = []
+        self._envs, self._step_many = [], None
 
     # ---- the interface ----
     def launch(self, reset_param: dict | None = None) -> None:

@@ -267,14 +267,15 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
                 env._count(value)
         obs = _float32_rows(obs)
         if cls._train_reward is not GymnasiumEnv._train_reward:
-            reward = [env._train_reward(r) for env, r in zip(envs, reward)]
+            rewards = [env._train_reward(r) for env, r in zip(envs, reward)]
         terminated = np.array(terminated, bool)
         done = terminated | np.array(truncated, bool)
         ended_info = dict(enumerate(infos)) if all_info else {}
         if done.any():
             for k in np.flatnonzero(done).tolist():
                 ended_info[k] = envs[k]._info(infos[k], terminated[k], truncated[k])
-        return obs, np.array(reward, np.float32).astype(np.float64), done, terminated, ended_info
+        column = np.array(reward if rewards is None else rewards, np.float32)  # as step's float32 rewards
+        return obs, column.astype(np.float64), done, terminated, ended_info
 
     def _train_reward(self, reward: float) -> float:
         """The reward the learner sees; ``eval_episode_return`` always sums the env's own rewards."""
