@@ -102,10 +102,11 @@ class InteractionSerialEvaluator:
             self._memory.reset()
         self._quota, self._returns, self._broken, self._tainted = self._episode_quota(), [], 0, set()
         self._all_ids = list(range(self._env.env_num))
-        # how the envs act and step this run: one forward on stacked observations, a step as columns
+        # how the envs act and step this run: one forward on stacked observations; a step as columns (step_batch of
+        # a manager that returns the envs it was given)
         self._stacks = getattr(self._policy, 'forward_batch', None) is not None and \
             hasattr(self._env, 'ready_obs_batch')
-        self._steps_as_columns = self._columnar()
+        self._steps_as_columns = hasattr(self._env, 'step_batch') and not getattr(self._env, 'asynchronous', False)
         self.episode_metrics, self.info_stats = [], {}
         pop_env_stats(self._env)  # what other steps of these envs reported does not count
         self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
@@ -123,10 +124,6 @@ class InteractionSerialEvaluator:
         if len(rows) < len(ids):
             ids, obs = [ids[k] for k in rows], obs[rows]
         return ids, to_float32(obs)
-
-    def _columnar(self) -> bool:
-        """Whether the envs step as columns (``step_batch`` of a manager that returns the envs it was given)."""
-        return hasattr(self._env, 'step_batch') and not getattr(self._env, 'asynchronous', False)
 
     def _forward_rows(self, ids: list[int], obs: Tensor) -> dict[str, Tensor]:
         """The policy's batch forward for the envs ``ids``; a recurrent policy's states advance."""
