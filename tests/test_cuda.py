@@ -296,10 +296,27 @@ def test_a_host_batch_pushed_to_a_cuda_buffer_arrives_unchanged_field_by_field()
     from ding_lite.data import ReplayBuffer
     data = {'obs': torch.randn(5, 3), 'action': torch.rand(5, 1), 'reward': torch.randn(5),
             'next_obs': torch.randn(5, 3), 'done': torch.tensor([True, False, False, True, False])}
-    buffer = ReplayBuffer({'replay_buffer_size': 8, 'device': 'cuda'})
+    buffer = ReplayBuffer({'replay_buffer_size': 8, 'device': 'cuda', 'push_chunk': 1})
     buffer.push(data)                                   # the float fields travel packed, split again on the GPU
     for key, value in data.items():
         assert torch.equal(buffer._storage[(key,)][:5].cpu(), value)
+
+
+def test_a_cuda_buffer_moves_host_rows_eight_at_a_time_and_draws_eight_batches_at_once():
+    from ding_lite.data import ReplayBuffer
+    buffer = ReplayBuffer({'replay_buffer_size': 32, 'device': 'cuda'})
+    assert (buffer._chunk, buffer._ahead_n) == (8, 8)
+    rows = [{'obs': torch.full((3,), float(i)), 'action': torch.tensor([float(i)]), 'reward': float(i),
+             'next_obs': torch.full((3,), i + 1.0), 'done': False} for i in range(20)]
+    for k, row in enumerate(rows):
+        buffer.push([row])
+        assert buffer.count() == k + 1 and buffer._count == 8 * ((k + 1) // 8)
+    assert buffer.fields()[('reward',)].cpu().tolist() == list(range(20))  # in order, the waiting 4 written too
+    batches = [buffer.sample(16) for _ in range(8)]
+    assert len(buffer._ahead) == 0 and all(b.obs.is_cuda for b in batches)
+    for b in batches:
+        torch.testing.assert_close(b.obs[:, 0], b.reward)
+        torch.testing.assert_close(b.next_obs[:, 0], b.reward + 1)
 
 
 @pytest.mark.parametrize('graphed', [False, True])

@@ -59,6 +59,10 @@ class ReplayBuffer:
         burnin_step=0,             # steps before each sequence that only advance a recurrent state (R2D2's)
         her=None,                  # hindsight replay for goal-conditioned Dict envs: dict(n_sampled_goal=4,
                                    # goal_selection_strategy='future'|'final'|'episode') builds a 'her' buffer
+        push_chunk=None,           # host transitions moved to the storage this many at a time; samples draw from all
+                                   # but the newest pushes still waiting (None: 8 where it is on a GPU, else 1)
+        sample_ahead=None,         # batches drawn at once and handed out one per sample: a sample comes from the
+                                   # buffer as it stood up to that many samples ago (None: 8 on a GPU, else 1)
     )
     first_step_fields = ('state', 'prev_action', 'prev_reward')  # what a sequence needs at its start only
     # what it needs from the collector: each transition's env_id and episode_start (a buffer that traces episodes)
@@ -85,6 +89,13 @@ class ReplayBuffer:
             raise ConfigError(f"sequence_length must be >= 1 and burnin_step >= 0, got {self._cfg.sequence_length} "
                               f"and {self._cfg.burnin_step}")
         self._links = SequenceLinks(self.size, self.device) if self.sequence_steps > 1 else None
+        plain = self._links is None and type(self)._on_write is ReplayBuffer._on_write
+        self._chunk = _amortised(self._cfg, 'push_chunk', self.device) if plain else 1
+        self._ahead_n = _amortised(self._cfg, 'sample_ahead', self.device) \
+            if plain and type(self)._draw is ReplayBuffer._draw else 1
+        self._waiting: dict[tuple[str, ...], Tensor] = {}  # host rows not in the storage yet, the first _waiting_n
+        self._waiting_n = 0
+        self._ahead: list[dict[tuple[str, ...], Tensor]] = []  # batches drawn already, the next one last
 
     def push(self, data: list[dict] | dict | Batch, cur_collector_envstep: int = -1) -> None:
         """Append a list of transitions or a batch (leading dim = transitions); the env step is DI-engine's and
@@ -100,6 +111,32 @@ class ReplayBuffer:
         self._check_schema(flat)
         if n > self.size:  # only the newest `size` survive a ring anyway
             flat, n = {k: v[-self.size:] for k, v in flat.items()}, self.size
+        if self._chunk > 1 and n < self._chunk and all(v.device.type == 'cpu' for v in flat.values()):
+            self._wait(flat, n)
+            return
+        self.flush()
+        self._write(flat, n)
+
+    def _wait(self, flat: dict[tuple[str, ...], Tensor], n: int) -> None:
+        """Host rows kept until ``push_chunk`` of them wait, then written with one move to the storage."""
+        if self._waiting_n + n > self._chunk:
+            self.flush()
+        if not self._waiting:
+            self._waiting = {path: torch.empty((self._chunk, *v.shape[1:]), dtype=v.dtype)
+                             for path, v in self._storage.items()}
+        for path, value in flat.items():
+            self._waiting[path][self._waiting_n:self._waiting_n + n] = value
+        self._waiting_n += n
+        if self._waiting_n == self._chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pushed rows still waiting (``push_chunk``) into the storage."""
+        n, self._waiting_n = self._waiting_n, 0
+        if n:
+            self._write({path: value[:n] for path, value in self._waiting.items()}, n)
+
+    def _write(self, flat: dict[tuple[str, ...], Tensor], n: int) -> None:
         values = staged(flat, {p: v.dtype for p, v in self._storage.items()}, self.device)
         end = self._ptr + n
         if self._writes_slices(end):
@@ -135,8 +172,15 @@ class ReplayBuffer:
 
     def sample(self, batch_size: int, cur_learner_iter: int = -1) -> Batch:
         """``batch_size`` transitions drawn uniformly with replacement, as one collated batch (the learner
-        iteration is DI-engine's and unused)."""
-        return self._gather(*self._draw(batch_size))
+        iteration is DI-engine's and unused). With ``sample_ahead`` k, k batches are drawn and gathered at once and
+        handed out in turn."""
+        if self._ahead_n == 1:
+            return self._gather(*self._draw(batch_size))
+        if not self._ahead or batch_len(self._ahead[-1]) != batch_size:
+            block = flatten_batch(self._gather(*self._draw(batch_size * self._ahead_n)))
+            self._ahead = [{path: value[k * batch_size:(k + 1) * batch_size] for path, value in block.items()}
+                           for k in reversed(range(self._ahead_n))]
+        return unflatten_batch(self._ahead.pop())
 
     def _draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:
         """The slots a sample of ``batch_size`` reads, and the fields it adds (a prioritized buffer's weights)."""
@@ -169,6 +213,8 @@ class ReplayBuffer:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if self._count == 0:
+            self.flush()
+        if self._count == 0:
             raise ValueError("cannot sample from an empty replay buffer")
 
     def _on_write(self, index: Tensor, flat: dict[tuple[str, ...], Tensor]) -> None:
@@ -176,22 +222,27 @@ class ReplayBuffer:
         order, ``flat`` the pushed fields as given (before their move to the buffer's device)."""
 
     def count(self) -> int:
-        return self._count
+        """Transitions pushed and kept (those still waiting to be written included)."""
+        return min(self._count + self._waiting_n, self.size)
 
     def fields(self) -> dict[tuple[str, ...], Tensor]:
         """Every stored transition's fields (paths as ``state_dict``'s), oldest first."""
+        self.flush()
         order = (self._ptr - self._count + torch.arange(self._count, device=self.device)) % self.size
         return {path: storage.index_select(0, order) for path, storage in self._storage.items()}
 
     def transform(self, path: tuple[str, ...], fn: Any) -> None:
         """Replace the field ``path`` of every stored transition by ``fn`` of it (loaded data's reward clip)."""
+        self.flush()
         self._storage[path][:self._count] = fn(self._storage[path][:self._count])
+        self._ahead = []
 
     def __len__(self) -> int:
-        return self._count
+        return self.count()
 
     def clear(self) -> None:
-        self._ptr = self._count = 0
+        self._ptr = self._count = self._waiting_n = 0
+        self._ahead = []
         if self._links is not None:
             self._links = SequenceLinks(self.size, self.device)
 
@@ -234,12 +285,18 @@ class ReplayBuffer:
                                  f"but the buffer was created with {tuple(expected)} by its first push")
 
     def state_dict(self) -> dict[str, Any]:
-        """The ring as it is (slots, write position, per-slot state) as CPU tensors: ``load_state_dict`` into a
-        buffer of the same size restores it exactly, so a resumed run samples what an uninterrupted one would."""
+        """The ring as it is (slots, write position, per-slot state, rows still waiting, batches drawn ahead) as CPU
+        tensors: ``load_state_dict`` into a buffer of the same size restores it exactly, so a resumed run samples
+        what an uninterrupted one would."""
         slots = torch.arange(self._count, device=self.device)
-        return {'version': BUFFER_FILE_VERSION, 'kind': BUFFER_KIND, 'size': self.size, 'ptr': self._ptr,
-                'count': self._count, 'data': {k: v[:self._count].cpu() for k, v in self._storage.items()},
-                'extra': self._extra_state(slots)}
+        state = {'version': BUFFER_FILE_VERSION, 'kind': BUFFER_KIND, 'size': self.size, 'ptr': self._ptr,
+                 'count': self._count, 'data': {k: v[:self._count].cpu() for k, v in self._storage.items()},
+                 'extra': self._extra_state(slots)}
+        if self._waiting_n:
+            state['waiting'] = {k: v[:self._waiting_n].clone() for k, v in self._waiting.items()}
+        if self._ahead:
+            state['ahead'] = [{k: v.cpu() for k, v in batch.items()} for batch in self._ahead]
+        return state
 
     def load_state_dict(self, state: dict[str, Any], source: str = 'replay buffer state') -> None:
         """Replace the contents with ``state_dict()``'s (or an older file's); a buffer of another size keeps the
@@ -250,7 +307,14 @@ class ReplayBuffer:
             raise ValueError(f"{source} has buffer file version {state.get('version')}, expected "
                              f"{BUFFER_FILE_VERSION}")
         self.clear()
-        self._storage = {}
+        self._storage, self._waiting = {}, {}
+        self._load_rows(state)
+        if state.get('waiting'):
+            self.push(unflatten_batch(state['waiting']))
+        if state.get('ahead') and self._ahead_n > 1:
+            self._ahead = [{k: v.to(self.device) for k, v in batch.items()} for batch in state['ahead']]
+
+    def _load_rows(self, state: dict[str, Any]) -> None:
         data = state['data']
         if not data or batch_len(data) == 0:
             return
@@ -266,6 +330,7 @@ class ReplayBuffer:
             return
         order = (torch.arange(count) + ptr - count) % count  # oldest first
         self.push(unflatten_batch({k: v.index_select(0, order) for k, v in data.items()}))
+        self.flush()
         extra = {k: v.index_select(0, order)[-self._count:] if isinstance(v, Tensor) and v.dim() else v
                  for k, v in (state.get('extra') or {}).items()}
         self._load_extra_state(extra, torch.arange(self._count))
@@ -352,6 +417,18 @@ def available_memory(device: torch.device) -> int | None:
     except OSError:
         pass
     return None
+
+
+def _amortised(cfg: EasyDict, key: str, device: torch.device) -> int:
+    """``cfg[key]`` checked (a positive int), or its default: 8 where the storage is on a GPU (a move to it and a
+    gather cost a launch each, whatever their size), else 1."""
+    value = cfg.get(key)
+    if value is None:
+        return 1 if device.type == 'cpu' else 8
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"policy.other.replay_buffer.{key} must be a positive int (or None for the default), got "
+                          f"{value!r}")
+    return value
 
 
 def create_buffer(cfg: dict, *args: Any, **kwargs: Any) -> ReplayBuffer:

@@ -14,6 +14,9 @@ class SeedBuffers:
 
     def __init__(self, buffers: list[ReplayBuffer]) -> None:
         self.buffers = list(buffers)
+        for buffer in self.buffers:  # pushed together from here on: no rows left waiting, none kept back
+            buffer.flush()
+            buffer._chunk = 1
         first = self.buffers[0]
         if len({(type(b), b.size, b.device) for b in self.buffers}) > 1:
             raise ValueError("the seeds' buffers differ in class, size or device; they cannot share one tensor")

@@ -38,11 +38,12 @@ class CudaGraphStep:
     (0-d statistics as one vector), so they outlive the next replay. A batch with other fields, shapes or dtypes
     gets its own graph. Python values the step reads (learning rates, flags) are fixed at capture; call
     ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``). If capture fails,
-    one warning and eager mode from then on.
+    one warning and eager mode from then on. ``fresh=False``: a replay's outputs are the graph's own tensors, which
+    the next replay overwrites (for a caller that copies them away on the same stream first).
     """
 
-    def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3) -> None:
-        self._step, self._device, self._what, self._warmup = step, device, what, warmup
+    def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3, fresh: bool = True) -> None:
+        self._step, self._device, self._what, self._warmup, self._fresh = step, device, what, warmup, fresh
         self._graphs: dict[tuple, _Captured] = {}
         self._eager_calls = 0
         self._warmup_stream: torch.cuda.Stream | None = None
@@ -68,6 +69,8 @@ class CudaGraphStep:
         else:
             torch._foreach_copy_(entry.inputs, list(flat.values()))
         entry.graph.replay()
+        if not self._fresh:
+            return dict(zip(entry.names, entry.vector.unbind(0))) | entry.others
         return dict(zip(entry.names, entry.vector.clone().unbind(0))) | {k: v.clone() for k, v in entry.others.items()}
 
     def _side_stream(self, batch: Batch) -> dict[str, Tensor]:

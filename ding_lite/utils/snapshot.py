@@ -33,7 +33,8 @@ class SnapshotActor:
         self._names, self._live, self._copies = names, [live[n] for n in names], [mine[n] for n in names]
         self.device = indexed(device)
         cuda = self.device.type == 'cuda'
-        self._stream = torch.cuda.Stream(self.device) if cuda else None
+        # high priority: the host waits for the forward's few kernels, not for the update's queued behind them
+        self._stream = torch.cuda.Stream(self.device, priority=-1) if cuda else None
         self._fresh = torch.cuda.Event() if cuda else None
         self._done = torch.cuda.Event() if cuda else None
         self._graphed, self._graphs = graphed and cuda, {}
@@ -53,7 +54,7 @@ class SnapshotActor:
     def act(self, forward: Callable[[Tensor], dict[str, Any]], obs: Tensor, key: Any = None) -> dict[str, Any]:
         """``forward(obs)`` on the snapshot's stream; its tensors as host tensors (CUDA), else as they are. ``key``:
         where the same key always means the same ``forward`` (no Python values it reads change), it may be
-        replayed from a graph (``graphed``)."""
+        replayed from a graph (``graphed``), its outputs copied to the host from the graph's own tensors."""
         if self._stream is None:
             return forward(obs)
         with on_stream(self._stream):
@@ -63,7 +64,7 @@ class SnapshotActor:
                 step = self._graphs.get(key)
                 if step is None:
                     step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']), self.device,
-                                                             'the collect forward')
+                                                             'the collect forward', fresh=False)
                 output = step({'obs': obs})
             else:
                 output = forward(obs)

@@ -227,7 +227,7 @@ class SeedAxis:
             step = self._graphs.get(key)
             if step is None:
                 step = self._graphs[key] = CudaGraphStep(lambda batch: forward(batch['obs']), self._device,
-                                                         f"the seeds' {key} forward")
+                                                         f"the seeds' {key} forward", fresh=False)  # read back next
             output = step({'obs': obs})
         if self._device.type != 'cuda':
             return output

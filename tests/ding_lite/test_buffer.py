@@ -5,7 +5,7 @@ import collections
 import pytest
 import torch
 
-from ding_lite.data import PrioritizedReplayBuffer, ReplayBuffer
+from ding_lite.data import PrioritizedReplayBuffer, ReplayBuffer, default_collate
 from ding_lite.registry import BUFFER_REGISTRY
 
 
@@ -222,3 +222,59 @@ def test_staged_fields_travel_as_one_copy_per_dtype_and_arrive_unchanged(monkeyp
     monkeypatch.undo()
     for path, value in staged(flat, dtypes, torch.device('cpu')).items():       # on the host: as they were
         assert torch.equal(value, flat[path])
+
+
+def test_pushes_wait_for_a_chunk_and_samples_draw_from_what_is_written(tmp_path):
+    """``push_chunk``: host rows are written k at a time, in order; a sample draws from the written rows (all of them
+    while none are written yet); the waiting rows count, survive a save and load, and push on from there."""
+    buffer = ReplayBuffer({'replay_buffer_size': 6, 'push_chunk': 3})
+    for k, transition in enumerate(_transitions(0, 2)):
+        buffer.push([transition])
+        assert buffer.count() == len(buffer) == k + 1 and buffer._count == 0
+    assert set(buffer.sample(50).reward.tolist()) == {0.0, 1.0}       # nothing written yet: the sample writes them
+    buffer.push(_transitions(2, 2))
+    assert buffer._count == 2 and buffer.count() == 4                # 2 written by the sample, 2 waiting
+    assert set(buffer.sample(200).reward.tolist()) == {0.0, 1.0}
+    buffer.save(str(tmp_path / 'b.pt'))
+    loaded = ReplayBuffer({'replay_buffer_size': 6, 'push_chunk': 3})
+    loaded.load(str(tmp_path / 'b.pt'))
+    for b in (buffer, loaded):
+        b.push(_transitions(4, 1))                                   # the third waiting row: all written
+        b.push(default_collate(_transitions(5, 4)))                  # a batch of a chunk or more: written at once
+        assert b._count == b.count() == 6 and b._waiting_n == 0
+        assert b.fields()[('reward',)].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    unchunked = ReplayBuffer({'replay_buffer_size': 6})
+    unchunked.load(str(tmp_path / 'b.pt'))                           # the waiting rows written where none wait
+    assert unchunked.count() == unchunked._count == 4 and unchunked.fields()[('reward',)].tolist() == [0, 1, 2, 3]
+
+
+def test_samples_drawn_ahead_are_one_draw_handed_out_in_turn(tmp_path):
+    """``sample_ahead``: k batches are one draw of k times the batch, in order; a new batch size draws again; the
+    batches not handed out yet survive a save and load."""
+    plain, ahead = ReplayBuffer({'replay_buffer_size': 50}), ReplayBuffer({'replay_buffer_size': 50,
+                                                                            'sample_ahead': 3})
+    for b in (plain, ahead):
+        b.push(_transitions(0, 50))
+    torch.manual_seed(0)
+    whole = plain.sample(12).reward
+    torch.manual_seed(0)
+    assert torch.equal(torch.cat([ahead.sample(4).reward for _ in range(3)]), whole)
+    ahead.sample(4)                                                  # a new draw of 3
+    ahead.save(str(tmp_path / 'b.pt'))
+    loaded = ReplayBuffer({'replay_buffer_size': 50, 'sample_ahead': 3})
+    loaded.load(str(tmp_path / 'b.pt'))
+    for _ in range(2):
+        got, expected = loaded.sample(4), ahead.sample(4)
+        assert torch.equal(got.obs, expected.obs) and torch.equal(got.reward, expected.reward)
+    assert ahead.sample(5).reward.shape == (5,) and len(ahead._ahead) == 2  # another size: drawn again
+
+
+def test_chunks_and_draws_ahead_default_to_one_on_the_host_and_are_checked():
+    from ding_lite.config import ConfigError
+    buffer = ReplayBuffer({'replay_buffer_size': 4})
+    assert (buffer._chunk, buffer._ahead_n) == (1, 1)
+    prioritized = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'push_chunk': 4, 'sample_ahead': 4})
+    assert (prioritized._chunk, prioritized._ahead_n) == (1, 1)      # per-slot priorities: written and drawn as before
+    for bad in (0, 2.5, 'x', True):
+        with pytest.raises(ConfigError, match=r'replay_buffer\.push_chunk must be a positive int'):
+            ReplayBuffer({'replay_buffer_size': 4, 'push_chunk': bad})

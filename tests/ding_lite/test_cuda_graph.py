@@ -69,6 +69,18 @@ def test_replays_copy_batches_in_and_outputs_out():
     assert _Recorded.recordings == 3
 
 
+def test_unfresh_replays_hand_out_the_graphs_own_outputs():
+    """``fresh=False`` (a caller that copies the outputs away at once): the values are right, and they are the
+    graph's own tensors, which the next replay overwrites."""
+    step = _Recorded(_step, torch.device('cpu'), 'the forward', warmup=0, fresh=False)
+    step(_batch(seed=0))
+    first = step(_batch(seed=1))
+    _assert_same(first, _step(_batch(seed=1)))
+    second = step(_batch(seed=2))
+    _assert_same(second, _step(_batch(seed=2)))
+    assert second['priority'] is first['priority'] and torch.equal(first['priority'], second['priority'])
+
+
 def test_a_failed_capture_warns_once_and_runs_eagerly():
     class Failing(CudaGraphStep):
         def _record(self, fn):

@@ -27,7 +27,8 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
     iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences, 'rnd' SAC with an RND
     reward signal, 'agents' SAC on a PettingZoo env of three agents that come and go (a slot each), 'masac'
-    DI-engine's MASAC on simple_spread."""
+    DI-engine's MASAC on simple_spread, 'chunked' SAC whose buffer writes its rounds of 4 rows 6 at a time and draws 4 batches at
+    once (a GPU buffer's default, 8 and 8): rows waiting and batches drawn in the resume point."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
@@ -37,6 +38,9 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
         main_cfg.policy.model.batch_renorm = dict(warmup_steps=30)
     if policy == 'redq':
         main_cfg.policy.learn.policy_delay = 3
+    if policy == 'chunked':
+        main_cfg.policy.other.replay_buffer.update(push_chunk=6, sample_ahead=4)
+        policy = 'sac'
     if policy == 'rnd':  # the reward model's nets and optimizer in the resume point
         main_cfg.policy.reward_signals = dict(extrinsic=dict(strength=1.0), rnd=dict(strength=0.1, encoding_size=8))
         policy = 'sac'
@@ -84,7 +88,7 @@ def _crash_at(monkeypatch, call: int) -> None:
 
 @pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
                                              ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd'),
-                                             ('subprocess', 'agents'), ('base', 'masac')])
+                                             ('subprocess', 'agents'), ('base', 'masac'), ('base', 'chunked')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
     straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:
@@ -94,6 +98,9 @@ def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkey
     ckpt = tmp_path / 'crashed' / 'ckpt'
     assert (ckpt / 'latest').read_text().strip() == 'iteration_21.pth.tar'
     assert (ckpt / 'iteration_21.buffer.pth.tar').is_file() and not (ckpt / 'iteration_14.buffer.pth.tar').exists()
+    if policy == 'chunked':
+        state = load_file(str(ckpt / 'iteration_21.buffer.pth.tar'))['replay_buffer']
+        assert state['ahead'] and state['waiting']
     rows_before = (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text()
     resumed = serial_pipeline(_cfg(tmp_path / 'crashed', manager, policy), seed=0, max_train_iter=60, resume=True)
     assert _same_params(straight, resumed)  # BatchRenorm's statistics and step counter too (model buffers)
