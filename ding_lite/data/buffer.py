@@ -178,8 +178,8 @@ class ReplayBuffer:
             return self._gather(*self._draw(batch_size))
         if not self._ahead or batch_len(self._ahead[-1]) != batch_size:
             block = flatten_batch(self._gather(*self._draw(batch_size * self._ahead_n)))
-            self._ahead = [{path: value[k * batch_size:(k + 1) * batch_size] for path, value in block.items()}
-                           for k in reversed(range(self._ahead_n))]
+            rows = {path: value.unflatten(0, (self._ahead_n, batch_size)).unbind(0) for path, value in block.items()}
+            self._ahead = [{path: value[k] for path, value in rows.items()} for k in reversed(range(self._ahead_n))]
         return unflatten_batch(self._ahead.pop())
 
     def _draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:

@@ -70,7 +70,7 @@ class CudaGraphStep:
             torch._foreach_copy_(entry.inputs, list(flat.values()))
         entry.graph.replay()
         if not self._fresh:
-            return dict(zip(entry.names, entry.vector.unbind(0))) | entry.others
+            return dict(zip(entry.names, entry.vector.unbind(0))) | entry.others if entry.names else dict(entry.others)
         return dict(zip(entry.names, entry.vector.clone().unbind(0))) | {k: v.clone() for k, v in entry.others.items()}
 
     def _side_stream(self, batch: Batch) -> dict[str, Tensor]:

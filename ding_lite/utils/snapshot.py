@@ -38,6 +38,7 @@ class SnapshotActor:
         self._fresh = torch.cuda.Event() if cuda else None
         self._done = torch.cuda.Event() if cuda else None
         self._graphed, self._graphs = graphed and cuda, {}
+        self._pinned: dict[tuple, Tensor] = {}  # a host observation's way to the GPU, one per shape and dtype
         self.refresh()
 
     def refresh(self) -> None:
@@ -59,7 +60,7 @@ class SnapshotActor:
             return forward(obs)
         with on_stream(self._stream):
             self._stream.wait_event(self._fresh)
-            obs = to_device(obs, self.device) if isinstance(obs, Tensor) else obs
+            obs = self._to_device(obs) if isinstance(obs, Tensor) else obs
             if self._graphed and key is not None and isinstance(obs, Tensor):
                 step = self._graphs.get(key)
                 if step is None:
@@ -69,6 +70,18 @@ class SnapshotActor:
             else:
                 output = forward(obs)
             return outputs_to_host(output, lambda: (self._done.record(self._stream), self._done.synchronize()))
+
+    def _to_device(self, obs: Tensor) -> Tensor:
+        """``obs`` on the device through a pinned block of its own shape, reused: the last forward, which read it,
+        has been waited for."""
+        if obs.device.type != 'cpu':
+            return to_device(obs, self.device)
+        key = (obs.shape, obs.dtype)
+        pinned = self._pinned.get(key)
+        if pinned is None:
+            pinned = self._pinned[key] = torch.empty(obs.shape, dtype=obs.dtype, pin_memory=True)
+        pinned.copy_(obs)
+        return pinned.to(self.device, non_blocking=True)
 
     def state_dict(self) -> dict[str, Tensor]:
         return {name: tensor.detach().clone() for name, tensor in zip(self._names, self._copies)}
