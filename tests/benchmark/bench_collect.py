@@ -102,11 +102,17 @@ class Raw:
 
     @torch.no_grad()
     def evaluate(self) -> int:
+        """One episode per env (200 steps: the time limit, which ends every episode together), returns tallied
+        as the evaluator tallies them."""
         obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
+        returns = np.zeros(len(self.eval_envs))
         for _ in range(200):
             act = self.eval_model.forward(torch.from_numpy(obs), mode='compute_actor')['action'].numpy()
             action = self.low + (act + 1) * self.half
-            obs = np.stack([env.step(action[i])[0] for i, env in enumerate(self.eval_envs)]).astype(np.float32)
+            steps = [env.step(action[i]) for i, env in enumerate(self.eval_envs)]
+            obs = np.stack([step[0] for step in steps]).astype(np.float32)
+            returns += [step[1] for step in steps]
+        self.returns = returns
         return 1000
 
 
