@@ -90,7 +90,7 @@ class ReplayBuffer:
                               f"and {self._cfg.burnin_step}")
         self._links = SequenceLinks(self.size, self.device) if self.sequence_steps > 1 else None
         plain = self._links is None and type(self)._on_write is ReplayBuffer._on_write
-        self._chunk = _amortised(self._cfg, 'push_chunk', self.device) if plain else 1
+        self._chunk = min(_amortised(self._cfg, 'push_chunk', self.device), self.size) if plain else 1
         self._ahead_n = _amortised(self._cfg, 'sample_ahead', self.device) \
             if plain and type(self)._draw is ReplayBuffer._draw else 1
         self._waiting: dict[tuple[str, ...], Tensor] = {}  # host rows not in the storage yet, the first _waiting_n

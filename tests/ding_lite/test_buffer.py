@@ -273,6 +273,10 @@ def test_chunks_and_draws_ahead_default_to_one_on_the_host_and_are_checked():
     from ding_lite.config import ConfigError
     buffer = ReplayBuffer({'replay_buffer_size': 4})
     assert (buffer._chunk, buffer._ahead_n) == (1, 1)
+    small = ReplayBuffer({'replay_buffer_size': 3, 'push_chunk': 8})  # never more rows waiting than slots
+    small.push(_transitions(0, 2))
+    small.push(_transitions(2, 2))
+    assert small._chunk == 3 and small.fields()[('reward',)].tolist() == [1.0, 2.0, 3.0]
     prioritized = PrioritizedReplayBuffer({'replay_buffer_size': 4, 'push_chunk': 4, 'sample_ahead': 4})
     assert (prioritized._chunk, prioritized._ahead_n) == (1, 1)      # per-slot priorities: written and drawn as before
     for bad in (0, 2.5, 'x', True):
