@@ -11,8 +11,8 @@ actor sample, ``env.step``, a numpy buffer, a sampled batch moved to the device,
 the median of each row is reported with its ratio to the bare loop's. ``--envs``: the overlapped rows again with
 that many envs (``n_sample`` and ``update_per_collect`` the env count: the replay ratio stays 1, so updates/s equal
 env steps/s). ``--syncs`` lists where the overlapped graphed row's learning phase synchronises the host with the
-GPU; ``--parts`` gives the host's time per env step in each part of that row's loop (the strict eager row on a CPU)
-and ``--profile`` cProfile's top functions there.
+GPU; ``--parts`` gives the host's time per env step in each part of that row's loop (the strict eager row on a CPU),
+``--profile`` cProfile's top functions there and ``--windows`` its rate over each 1000 learn steps of one run.
 ``--returns N`` (CUDA): the zoo config to N env steps, seeds 0-2, strict (the seeds stacked, one graphed update)
 against overlapped from the snapshot (each seed alone), both graphed: the final evaluation of each seed and the wall.
 """
@@ -42,9 +42,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, steps: int, tmp: str,
-              profiler: Any = None, envs: int = 1) -> float:
+              profiler: Any = None, envs: int = 1, windows: list[float] | None = None) -> float:
     """Env steps/s of the zoo config's run between its first learn step and its last (``profiler`` enabled then),
-    with ``envs`` envs (each round one step of every env, then as many updates)."""
+    with ``envs`` envs (each round one step of every env, then as many updates); ``windows`` gets the rate over each
+    1000 learn steps in turn."""
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
     main.exp_name = os.path.join(tmp, f'e2e_{overlap}_{graphed}_{time.monotonic_ns()}')
     main.policy.update(random_collect_size=warmup, cuda=device.startswith('cuda'))
@@ -75,6 +76,9 @@ def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, step
     if device.startswith('cuda'):
         torch.cuda.synchronize()
     (t0, s0), (t1, s1) = marks[min(50, len(marks) // 10)], marks[-1]  # past the first steps (graph capture)
+    if windows is not None:
+        windows += [(marks[i + 1000][1] - marks[i][1]) / (marks[i + 1000][0] - marks[i][0])
+                    for i in range(0, len(marks) - 1000, 1000)]
     return (s1 - s0) / (t1 - t0)
 
 
@@ -257,6 +261,8 @@ if __name__ == '__main__':
                         "steps, seeds 0-2")
     parser.add_argument('--profile', action='store_true', help="cProfile the --parts row instead of timing the rows")
     parser.add_argument('--syncs', action='store_true', help="list the host syncs of the overlapped graphed row")
+    parser.add_argument('--windows', action='store_true', help="one run of the row --parts times, its rate over "
+                        "each 1000 learn steps (whether a long run settles faster than --steps 1200 shows)")
     parser.add_argument('--parts', action='store_true', help="host time per env step of the loop's parts, for the "
                         "overlapped graphed row on CUDA (the strict row elsewhere)")
     args = parser.parse_args()
@@ -272,6 +278,12 @@ if __name__ == '__main__':
         print(f"{overlap or 'strict'}, {'cuda_graph' if overlap else 'eager'}, 1 env: {rate:.0f} env steps/s "
               f"with the parts timed")
         timer.report(round(rate * timer.wall))
+    elif args.windows:
+        cuda, per = args.device.startswith('cuda'), []
+        with tempfile.TemporaryDirectory() as tmp:
+            rate = framework(args.device, 'stream' if cuda else False, cuda, args.warmup, args.steps, tmp, windows=per)
+        print(f"{'stream, cuda_graph' if cuda else 'strict, eager'}, 1 env, {args.steps} learn steps: {rate:.0f} env "
+              f"steps/s; per 1000: {', '.join(f'{w:.0f}' for w in per)}")
     elif args.syncs:
         audit = SyncAudit()
         with tempfile.TemporaryDirectory() as tmp:

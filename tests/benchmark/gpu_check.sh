@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU figure of one session in one run (about 9 minutes on an H100/H200): the CUDA tests, the whole loop
-# (bench_e2e's graphed rows, with 1, 4 and 16 envs), where the host's time per env step goes (bench_e2e --parts),
-# ten seeds on one GPU (bench_seeds, graphed, envs in the learner's process and in processes of their own) and the
+# (bench_e2e's graphed rows, with 1, 4 and 16 envs), where the host's time per env step goes (bench_e2e --parts), how
+# a long run's rate moves (--windows), ten seeds on one GPU (bench_seeds, graphed, envs in the learner's process and in processes of their own) and the
 # learn step (fp32 and bf16). The eager rows and the sync audit (bench_e2e --syncs) run on their own where wanted.
 # Run from the repository root on the GPU machine:
 #   bash tests/benchmark/gpu_check.sh [OUTDIR]   (each step has a time limit, so the whole fits in 10 minutes)
@@ -30,7 +30,9 @@ step 130 "whole loop, graphed" python3 -m tests.benchmark.bench_e2e --device cud
     --graphed-only
 step 40 "host time per env step, stream-overlapped graphed loop, 1 env" python3 -m tests.benchmark.bench_e2e \
     --device cuda --parts --steps 1500 --warmup 1000
-step 170 "ten seeds on one GPU, graphed (envs in the learner's process, then in processes)" \
+step 40 "one long run of that loop, its rate per 1000 learn steps" python3 -m tests.benchmark.bench_e2e --device cuda \
+    --windows --steps 5000 --warmup 1000
+step 140 "ten seeds on one GPU, graphed (envs in the learner's process, then in processes)" \
     python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda --cuda-graph \
     --env-managers base,subprocess --no-learn-step
 step 110 "learn step (and bf16)" python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16
