@@ -2,7 +2,8 @@
 # Every GPU figure of one session in one run (about 9 minutes on an H100/H200): the CUDA tests, the whole loop
 # (bench_e2e's graphed rows, with 1, 4 and 16 envs), where the host's time per env step goes (bench_e2e --parts), how
 # a long run's rate moves (--windows), ten seeds on one GPU (bench_seeds, graphed, envs in the learner's process and
-# in processes of their own) and the learn step (fp32 and bf16). The eager rows and the sync audit (bench_e2e --syncs) run on their own where wanted.
+# in processes of their own) and the learn step (fp32 and bf16). The eager rows and the sync audit (bench_e2e
+# --syncs) run on their own where wanted.
 # Run from the repository root on the GPU machine:
 #   bash tests/benchmark/gpu_check.sh [OUTDIR]   (each step has a time limit, so the whole fits in 10 minutes)
 # Its image has torch but not gymnasium, mujoco, easydict, tensorboardX or DI-treetensor: carry them as cp312 wheels
