@@ -84,15 +84,100 @@ def to_reward(value: Any, dim: int | None, what: str) -> float | np.ndarray:
     return array.reshape(dim)
 
 
+class Transition(dict):
+    """A transition dict cut from row ``row`` of a collected batch's columns (``collect()``'s list API). Its
+    array and tensor fields are views of those columns; any change of its keys or values (and a copy or a pickle,
+    which come back as plain dicts) forgets them. ``default_collate`` of every row of one batch, in order and
+    untouched, returns the columns as they stand (in-place edits of the views included) instead of stacking the
+    rows again."""
+
+    __slots__ = ('_source', '_row')
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._source = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._source = None
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> Transition:
+        self._source = None
+        return super().__ior__(other)
+
+    def __reduce__(self) -> tuple:
+        return dict, (dict(self),)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._source = None
+        super().update(*args, **kwargs)
+
+    def pop(self, *args: Any) -> Any:
+        self._source = None
+        return super().pop(*args)
+
+    def popitem(self) -> tuple:
+        self._source = None
+        return super().popitem()
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._source = None
+        return super().setdefault(key, default)
+
+    def clear(self) -> None:
+        self._source = None
+        super().clear()
+
+
+class RowSource:
+    """The columns a list of ``Transition`` rows was cut from, as ``default_collate`` of those rows returns them."""
+
+    __slots__ = ('columns', 'rows')
+
+    def __init__(self, columns: dict[str, np.ndarray], rows: int) -> None:
+        self.columns, self.rows = columns, rows
+
+    def collated(self) -> dict[str, Tensor]:
+        out = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in self.columns.items()}
+        return {k: v.to(torch.get_default_dtype()) if v.dtype == torch.float64 else v for k, v in out.items()}
+
+
+def transitions(columns: dict[str, np.ndarray], fields: dict[str, Sequence[Any]], rows: int) -> list[Transition]:
+    """``rows`` ``Transition``s whose field ``k`` is ``fields[k][i]`` (row ``i`` of ``columns[k]``)."""
+    source, out = RowSource(columns, rows), []
+    for i, row in enumerate(zip(*fields.values())):
+        item = Transition(zip(fields, row))
+        item._source, item._row = source, i
+        out.append(item)
+    return out
+
+
+def _untouched_rows(batch: Sequence[Any]) -> RowSource | None:
+    """The source of ``batch`` where it is every row of one collected batch, in order, none of them changed."""
+    first = batch[0]
+    source = first._source if type(first) is Transition else None
+    if source is None or len(batch) != source.rows:
+        return None
+    for i, item in enumerate(batch):
+        if type(item) is not Transition or item._source is not source or item._row != i:
+            return None
+    return source
+
+
 def default_collate(batch: Sequence[Any], path: str = 'data', as_batch: bool = True) -> Any:
     """Stack a list of samples (nested dicts / tuples of arrays, numbers or tensors) along a new first dim.
 
     Dicts become ``Batch`` trees when every leaf is a tensor (``as_batch=False``: plain dicts, which cost nothing
-    to build). Ragged shapes or differing keys raise ``ValueError``.
+    to build). Ragged shapes or differing keys raise ``ValueError``. Every row of one collected batch
+    (``Transition``s, untouched and in order) gives that batch's columns.
     """
     if len(batch) == 0:
         raise ValueError(f"cannot collate {path}: empty list")
     first = batch[0]
+    source = _untouched_rows(batch)
+    if source is not None:
+        out = source.collated()
+        return make_batch(out) if as_batch else out
     if isinstance(first, Batch):
         return ttorch.stack(list(batch))
     if isinstance(first, dict):

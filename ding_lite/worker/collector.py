@@ -10,7 +10,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar
+from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar, transitions
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
@@ -439,7 +439,8 @@ Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
 
 
 def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[str, Any]]:
-    """Transition dicts cut from a columnar batch, each field as the per-transition path gives it."""
+    """Transition dicts cut from a columnar batch, each field as the per-transition path gives it (``Transition``s:
+    collated again untouched, they give the columns back)."""
     fields = {}
     for key, column in columns.items():
         if key in output_keys:
@@ -448,7 +449,7 @@ def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[s
             fields[key] = column.tolist()  # Python floats and bools
         else:
             fields[key] = list(column)  # array rows (observations), numpy scalars
-    return [dict(zip(fields, row)) for row in zip(*fields.values())]
+    return transitions(columns, fields, len(next(iter(columns.values()))) if columns else 0)
 
 
 def _transitions(collector: SampleSerialCollector, n_sample: int | None, train_iter: int,

@@ -87,6 +87,50 @@ def test_collects_list_is_cut_from_the_columns_as_the_per_transition_path_gives_
             assert np.array_equal(np.asarray(cut[key]), np.asarray(one[key])), key
 
 
+@pytest.mark.parametrize('policy', ['sac', 'discrete_sac'])
+def test_a_collect_list_collated_untouched_gives_its_columns_and_keeps_any_change(tiny_pendulum, policy):
+    """``collect()``'s rows collated (or pushed) again as they came are their batch's columns, with the dtypes and
+    values the rows stacked give; a changed key, a subset, a copy or a pickle takes the stacking path, and an
+    in-place edit of a row's array shows in the columns."""
+    import copy
+    import pickle
+    from ding_lite.data import ReplayBuffer
+    from ding_lite.data.collate import _untouched_rows
+    if policy == 'discrete_sac':
+        tiny_pendulum[0].policy.model.update(obs_shape=4, action_shape=2)
+        tiny_pendulum[1].policy.type = 'discrete_sac'
+    tiny_pendulum[0].policy.collect.collector_logit = True
+    cfg = compile_config(*tiny_pendulum, save_cfg=False)
+    policy_cls, env_cls = (SACPolicy, PendulumEnv) if policy == 'sac' else (DiscreteSACPolicy, CartPoleEnv)
+    collector = _collector(cfg, 'base', policy_cls(cfg.policy), env_cls)
+    collector.episode_fields = True
+    rows, more = collector.collect(5), collector.collect(5)
+    collector.close()
+    assert _untouched_rows(rows) is not None and {'logit', 'env_id', 'episode_start'} <= rows[0].keys()
+    for as_batch in (False, True):
+        fast, stacked = default_collate(rows, as_batch=as_batch), default_collate([dict(r) for r in rows],
+                                                                                  as_batch=as_batch)
+        assert set(fast.keys()) == set(stacked.keys())
+        for key in stacked.keys():
+            assert fast[key].dtype == stacked[key].dtype and torch.equal(fast[key], stacked[key]), key
+    stored, expected = ReplayBuffer({'replay_buffer_size': 20}), ReplayBuffer({'replay_buffer_size': 20})
+    stored.push(rows)
+    expected.push([dict(r) for r in rows])
+    assert all(torch.equal(stored.fields()[k], v) for k, v in expected.fields().items())
+    rows[1]['obs'][0] = 7.0                                  # in place: the columns see it
+    assert default_collate(rows, as_batch=False)['obs'][1, 0] == 7.0
+    part = default_collate(rows[1:], as_batch=False)         # a subset: stacked
+    assert len(part['reward']) == len(rows) - 1 and part['obs'][0, 0] == 7.0
+    rows[0]['reward'] = 123.0                                # a changed value: stacked, and kept
+    assert _untouched_rows(rows) is None and default_collate(rows, as_batch=False)['reward'][0] == 123.0
+    for change in (lambda r: r.update(x=1), lambda r: r.pop('done'), lambda r: r.setdefault('y', 2),
+                   lambda r: r.__delitem__('obs'), lambda r: r.__ior__({'z': 3}), lambda r: r.clear()):
+        change(more[2])
+        assert _untouched_rows(more) is None
+        more[2]._source = more[0]._source                     # (as it came, for the next change)
+    assert type(copy.copy(more[0])) is dict and type(pickle.loads(pickle.dumps(more[0]))) is dict
+
+
 def test_logits_and_discrete_actions_with_the_eps_schedule(tiny_pendulum):
     main, create = tiny_pendulum
     main.policy.collect.collector_logit = True
