@@ -176,7 +176,7 @@ class ReplayBuffer:
         handed out in turn."""
         if self._ahead_n == 1:
             return self._gather(*self._draw(batch_size))
-        if not self._ahead or batch_len(self._ahead[-1]) != batch_size:
+        if not self._ahead or len(next(iter(self._ahead[-1].values()))) != batch_size:
             block = flatten_batch(self._gather(*self._draw(batch_size * self._ahead_n)))
             rows = {path: value.unflatten(0, (self._ahead_n, batch_size)).unbind(0) for path, value in block.items()}
             self._ahead = [{path: value[k] for path, value in rows.items()} for k in reversed(range(self._ahead_n))]

@@ -134,17 +134,17 @@ class RowSource:
 
     __slots__ = ('columns', 'rows')
 
-    def __init__(self, columns: dict[str, np.ndarray], rows: int) -> None:
-        self.columns, self.rows = columns, rows
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns, self.rows = columns, len(next(iter(columns.values()))) if columns else 0
 
     def collated(self) -> dict[str, Tensor]:
         out = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in self.columns.items()}
         return {k: v.to(torch.get_default_dtype()) if v.dtype == torch.float64 else v for k, v in out.items()}
 
 
-def transitions(columns: dict[str, np.ndarray], fields: dict[str, Sequence[Any]], rows: int) -> list[Transition]:
-    """``rows`` ``Transition``s whose field ``k`` is ``fields[k][i]`` (row ``i`` of ``columns[k]``)."""
-    source, out = RowSource(columns, rows), []
+def transitions(columns: dict[str, np.ndarray], fields: dict[str, Sequence[Any]]) -> list[Transition]:
+    """``Transition``s whose field ``k`` in row ``i`` is ``fields[k][i]`` (row ``i`` of ``columns[k]``)."""
+    source, out = RowSource(columns), []
     for i, row in enumerate(zip(*fields.values())):
         item = Transition(zip(fields, row))
         item._source, item._row = source, i
@@ -174,13 +174,13 @@ def default_collate(batch: Sequence[Any], path: str = 'data', as_batch: bool = T
     if len(batch) == 0:
         raise ValueError(f"cannot collate {path}: empty list")
     first = batch[0]
-    source = _untouched_rows(batch)
-    if source is not None:
-        out = source.collated()
-        return make_batch(out) if as_batch else out
     if isinstance(first, Batch):
         return ttorch.stack(list(batch))
     if isinstance(first, dict):
+        source = _untouched_rows(batch)
+        if source is not None:
+            out = source.collated()
+            return make_batch(out) if as_batch else out
         keys = first.keys()
         for i, item in enumerate(batch):
             if not isinstance(item, dict) or item.keys() != keys:

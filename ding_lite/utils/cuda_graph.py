@@ -69,9 +69,10 @@ class CudaGraphStep:
         else:
             torch._foreach_copy_(entry.inputs, list(flat.values()))
         entry.graph.replay()
-        if not self._fresh:
-            return dict(zip(entry.names, entry.vector.unbind(0))) | entry.others if entry.names else dict(entry.others)
-        return dict(zip(entry.names, entry.vector.clone().unbind(0))) | {k: v.clone() for k, v in entry.others.items()}
+        vector, others = entry.vector, entry.others
+        if self._fresh:
+            vector, others = vector.clone() if entry.names else vector, {k: v.clone() for k, v in others.items()}
+        return (dict(zip(entry.names, vector.unbind(0))) if entry.names else {}) | others
 
     def _side_stream(self, batch: Batch) -> dict[str, Tensor]:
         stream = self._warmup_stream = self._warmup_stream or torch.cuda.Stream(self._device)

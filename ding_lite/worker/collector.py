@@ -449,7 +449,7 @@ def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[s
             fields[key] = column.tolist()  # Python floats and bools
         else:
             fields[key] = list(column)  # array rows (observations), numpy scalars
-    return transitions(columns, fields, len(next(iter(columns.values()))) if columns else 0)
+    return transitions(columns, fields)
 
 
 def _transitions(collector: SampleSerialCollector, n_sample: int | None, train_iter: int,
