@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from easydict import EasyDict
 
-from ding_lite.data.collate import to_scalar
+from ding_lite.data.collate import to_scalar, true_rows
 from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from ding_lite.utils.checkpoint import to_safe
 from ding_lite.utils.default_config import class_default_config, with_defaults
@@ -232,13 +232,13 @@ class BaseEnvManager:
             for env_id, o, action in zip(env_ids, obs, actions):  # _after_step's common case for every env
                 ready[env_id] = o
                 kept[env_id].append(action)
-            if done.any():
-                for k in np.flatnonzero(done).tolist():
-                    self._ended(env_ids[k])
+            ended = true_rows(done)
+            for k in ended:
+                self._ended(env_ids[k])
             if self.info_stats is not None:  # every env's info came back: record it, hand on the ended ones
                 for i in ended_info.values():
                     self.info_stats.record(i)
-                ended_info = {k: ended_info[k] for k in np.flatnonzero(done).tolist()}
+                ended_info = {k: ended_info[k] for k in ended}
             info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
             return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
         return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))
@@ -333,7 +333,7 @@ def batch_of_timesteps(manager: Any, env_ids: list[int], timesteps: dict[int, Ba
                            f"{sorted(env_ids)}: step_batch needs every given env back")
     steps = [timesteps[i] for i in env_ids]
     done = _scalar_column([t.done for t in steps], bool, 'done', env_ids)
-    ended = np.flatnonzero(done).tolist() if done.any() else []
+    ended = true_rows(done)
     restarted = [env_ids[k] for k in ended if steps[k].info.get('abnormal')]
     if restarted:  # no rows for them
         rows = [k for k, i in enumerate(env_ids) if i not in restarted]

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
-from ding_lite.data.collate import to_ndarray
+from ding_lite.data.collate import to_ndarray, true_rows
 from ding_lite.registry import ENV_REGISTRY
 from ding_lite.utils.default_config import ConfigError
 from .hybrid import HybridActions
@@ -271,9 +271,8 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         terminated = np.array(terminated, bool)
         done = terminated | np.array(truncated, bool)
         ended_info = dict(enumerate(infos)) if all_info else {}
-        if done.any():
-            for k in np.flatnonzero(done).tolist():
-                ended_info[k] = envs[k]._info(infos[k], terminated[k], truncated[k])
+        for k in true_rows(done):
+            ended_info[k] = envs[k]._info(infos[k], terminated[k], truncated[k])
         column = np.array(reward if rewards is None else rewards, np.float32)  # as step's float32 rewards
         return obs, column.astype(np.float64), done, terminated, ended_info
 

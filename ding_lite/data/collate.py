@@ -50,6 +50,12 @@ def to_float32(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float32) if array.dtype.char == 'd' else array  # 'd': float64 (a cheap test)
 
 
+def true_rows(flags: np.ndarray) -> list[int]:
+    """The indices where a bool column is True (none, the common case, found with no ufunc reduction: in a step of
+    envs the reductions' code is cold, several us a call)."""
+    return np.flatnonzero(flags).tolist() if np.count_nonzero(flags) else []
+
+
 def to_scalar(value: Any, what: str) -> float | int | bool:
     """A one-element value (Python number, 0-d or shape-(1,) array or tensor) as a Python number.
 

@@ -10,7 +10,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar, transitions
+from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar, transitions, true_rows
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
@@ -208,9 +208,8 @@ class _SerialCollector:
         self._length[index] += 1
         if self.scorer is not None:
             self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
-        if step.done.any():
-            for k in np.flatnonzero(step.done).tolist():
-                self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
+        for k in true_rows(step.done):
+            self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
         return batch
 

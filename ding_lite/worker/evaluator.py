@@ -11,7 +11,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..data.collate import to_float32, to_ndarray, to_reward, to_scalar
+from ..data.collate import to_float32, to_ndarray, to_reward, to_scalar, true_rows
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
@@ -204,7 +204,7 @@ class InteractionSerialEvaluator:
         index = slice(None) if rows == self._all_ids else np.asarray(rows, dtype=np.int64)
         self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
         self._length[index] += 1
-        for k in np.flatnonzero(step.done).tolist() if step.done.any() else ():
+        for k in true_rows(step.done):
             env_id, info = rows[k], (step.info or {}).get(rows[k], {})
             if env_id in self._tainted:
                 self._broken_episode(env_id, info)
