@@ -250,10 +250,11 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         if not _steps_plainly(cls):
             return None
         first = envs[0]
-        key = first._action_key
-        if first._scale and all(env._action_key is key for env in envs):
+        if first._scale and [env._action_key for env in envs].count(first._action_key) == len(envs):
             shape = (len(envs),) + first._act_shape
-            env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
+            if actions.dtype != first._act_dtype or actions.shape != shape:
+                actions = actions.astype(first._act_dtype, copy=False).reshape(shape)
+            env_actions = first._scaler(actions)
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
         obs, reward, terminated, truncated, infos = zip(*[env._env.step(a) for env, a in zip(envs, env_actions)])

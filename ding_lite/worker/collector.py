@@ -21,6 +21,9 @@ from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
 
+EVERY_ROW = slice(None)  # the index of a step in which every env stepped
+
+
 class _SerialCollector:
     """Shared stepping: one policy call for all ready envs, then one env step each."""
 
@@ -145,10 +148,10 @@ class _SerialCollector:
     def _add_rewards(self, index: Any, reward: Any) -> np.ndarray | None:
         """A step's rewards (of the envs at ``index``) into their episodes' returns; with ``norm_reward`` the
         running returns ``R = gamma R + r`` after it (float32), else None."""
-        self._return[index] += self._tally.total(reward)
-        self._discounted[index] += self._tally.discounted(reward, self._length[index])
+        add_at(self._return, index, self._tally.total(reward))
+        add_at(self._discounted, index, self._tally.discounted(reward, self._length[index]))
         if self._tally.dim:
-            self._dims[index] += reward
+            add_at(self._dims, index, reward)
         if not self.norm_reward:
             return None
         self._running[index] = self._tally.gamma * self._running[index] + reward
@@ -187,7 +190,7 @@ class _SerialCollector:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
         self._tally.column(step.reward, step.env_id)
-        index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
+        index = EVERY_ROW if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
         batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                  'reward': step.reward.astype(np.float32), 'done': step.terminated}
         if self.episode_fields:
@@ -205,7 +208,7 @@ class _SerialCollector:
         running = self._add_rewards(index, reward)
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
-        self._length[index] += 1
+        add_at(self._length, index, 1)
         if self.scorer is not None:
             self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         for k in true_rows(step.done):
@@ -422,6 +425,14 @@ class SampleSerialCollector(_SerialCollector):
         return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
 
 
+def add_at(array: np.ndarray, index: Any, value: Any) -> None:
+    """``array[index] += value``; for ``EVERY_ROW`` in place, with no view taken and written back."""
+    if index is EVERY_ROW:
+        np.add(array, value, out=array)
+    else:
+        array[index] += value
+
+
 def begin_step_batch(env: Any, ids: list[int], actions: np.ndarray) -> Callable[[], Any]:
     """``env.step_batch(ids, actions)`` begun through the manager's ``step_batch_begin`` (envs in processes of their
     own step while the caller begins other managers' steps); the call returned finishes it. A user's manager with
@@ -451,6 +462,13 @@ def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[s
     return transitions(columns, fields)
 
 
+def _one_at_a_time(collectors: list[SampleSerialCollector], n_sample: int | None, train_iter: int,
+                   policy_kwargs: dict | None, as_arrays: bool) -> list[Any]:
+    """``collect_batches`` one transition at a time, each collector on its own."""
+    samples = [_transitions(c, n_sample, train_iter, policy_kwargs) for c in collectors]
+    return samples if as_arrays else [default_collate(s, as_batch=False) for s in samples]
+
+
 def _transitions(collector: SampleSerialCollector, n_sample: int | None, train_iter: int,
                  policy_kwargs: dict | None) -> list[Any]:
     """A collector's samples one transition at a time: its own ``collect`` where a subclass wrote one."""
@@ -466,22 +484,19 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
     them cannot step as columns, each collects on its own (one transition at a time). ``as_arrays``: the columns
     as numpy arrays (a list of transitions where they were collected one at a time)."""
     keys = [c._columnar_keys() if type(c).collect is SampleSerialCollector.collect else None for c in collectors]
-
-    def one_at_a_time() -> list[Any]:
-        samples = [_transitions(c, n_sample, train_iter, policy_kwargs) for c in collectors]
-        return samples if as_arrays else [default_collate(s, as_batch=False) for s in samples]
-    if any(k is None for k in keys):
-        return one_at_a_time()
+    if None in keys:
+        return _one_at_a_time(collectors, n_sample, train_iter, policy_kwargs, as_arrays)
     if n_sample is None or n_sample <= 0:
         raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
     chunks: list[list[dict[str, np.ndarray]]] = [[] for _ in collectors]
     counts, start = [0] * len(collectors), time.perf_counter()
-    while todo := [k for k, count in enumerate(counts) if count < n_sample]:
+    todo = list(range(len(collectors)))
+    while todo:
         ready = [collectors[k]._ready_columns() for k in todo]
-        if any(r is None for r in ready):  # observations of another form (dicts): per-env transitions
+        if None in ready:  # observations of another form (dicts): per-env transitions
             if any(chunks):
                 raise ValueError("the envs' observations stopped stacking into one array mid-collect")
-            return one_at_a_time()
+            return _one_at_a_time(collectors, n_sample, train_iter, policy_kwargs, as_arrays)
         inputs = [torch.from_numpy(obs) for _, obs in ready]
         outputs = forward(inputs, todo) if forward is not None else \
             [collectors[k]._forward_rows(ids, o, policy_kwargs) for k, (ids, _), o in zip(todo, ready, inputs)]
@@ -490,6 +505,7 @@ def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | Non
         for k, finish in zip(todo, finishes):
             chunks[k].append(finish())
             counts[k] += len(chunks[k][-1]['reward'])
+        todo = [k for k in todo if counts[k] < n_sample]
     batches = []
     for collector, parts in zip(collectors, chunks):
         collector.collect_time = time.perf_counter() - start
