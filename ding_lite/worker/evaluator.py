@@ -118,10 +118,10 @@ class InteractionSerialEvaluator:
         if ready is None:
             return None
         ids, obs = ready
-        rows = [k for k, i in enumerate(ids) if self._quota[i] > 0]
-        if not rows:
-            raise RuntimeError('evaluator envs stopped before the requested episodes finished')
-        if len(rows) < len(ids):
+        if min(self._quota.values()) <= 0:  # envs that ran their share of the episodes do not act
+            rows = [k for k, i in enumerate(ids) if self._quota[i] > 0]
+            if not rows:
+                raise RuntimeError('evaluator envs stopped before the requested episodes finished')
             ids, obs = [ids[k] for k in rows], obs[rows]
         return ids, to_float32(obs)
 
