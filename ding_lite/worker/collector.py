@@ -21,9 +21,6 @@ from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
 
-EVERY_ROW = slice(None)  # the index of a step in which every env stepped
-
-
 class _SerialCollector:
     """Shared stepping: one policy call for all ready envs, then one env step each."""
 
@@ -148,10 +145,10 @@ class _SerialCollector:
     def _add_rewards(self, index: Any, reward: Any) -> np.ndarray | None:
         """A step's rewards (of the envs at ``index``) into their episodes' returns; with ``norm_reward`` the
         running returns ``R = gamma R + r`` after it (float32), else None."""
-        add_at(self._return, index, self._tally.total(reward))
-        add_at(self._discounted, index, self._tally.discounted(reward, self._length[index]))
+        self._return[index] += self._tally.total(reward)
+        self._discounted[index] += self._tally.discounted(reward, self._length[index])
         if self._tally.dim:
-            add_at(self._dims, index, reward)
+            self._dims[index] += reward
         if not self.norm_reward:
             return None
         self._running[index] = self._tally.gamma * self._running[index] + reward
@@ -190,7 +187,7 @@ class _SerialCollector:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
         self._tally.column(step.reward, step.env_id)
-        index = EVERY_ROW if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
+        index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
         batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
                  'reward': step.reward.astype(np.float32), 'done': step.terminated}
         if self.episode_fields:
@@ -208,7 +205,7 @@ class _SerialCollector:
         running = self._add_rewards(index, reward)
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
-        add_at(self._length, index, 1)
+        self._length[index] += 1
         if self.scorer is not None:
             self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         for k in true_rows(step.done):
@@ -423,14 +420,6 @@ class SampleSerialCollector(_SerialCollector):
         ``ReplayBuffer.push`` takes. Where the policy's transitions are plain and the env manager has ``step_batch``,
         each env step is handled as columns, with no per-transition dicts; the samples are the same either way."""
         return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
-
-
-def add_at(array: np.ndarray, index: Any, value: Any) -> None:
-    """``array[index] += value``; for ``EVERY_ROW`` in place, with no view taken and written back."""
-    if index is EVERY_ROW:
-        np.add(array, value, out=array)
-    else:
-        array[index] += value
 
 
 def begin_step_batch(env: Any, ids: list[int], actions: np.ndarray) -> Callable[[], Any]:

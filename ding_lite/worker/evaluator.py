@@ -16,7 +16,7 @@ from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fiel
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
-from .collector import EVERY_ROW, Forward, add_at, begin_step_batch
+from .collector import Forward, begin_step_batch
 from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
     team_episode
 from .logger import build_logger, format_scalars, write_scalars
@@ -201,9 +201,9 @@ class InteractionSerialEvaluator:
             self._tainted.add(rows[k])
         if self._memory is not None:
             self._memory.stepped(rows, actions, step.reward.astype(np.float32))
-        index = EVERY_ROW if rows == self._all_ids else np.asarray(rows, dtype=np.int64)
-        add_at(self._discounted, index, self._tally.discounted(step.reward, self._length[index]))
-        add_at(self._length, index, 1)
+        index = slice(None) if rows == self._all_ids else np.asarray(rows, dtype=np.int64)
+        self._discounted[index] += self._tally.discounted(step.reward, self._length[index])
+        self._length[index] += 1
         for k in true_rows(step.done):
             env_id, info = rows[k], (step.info or {}).get(rows[k], {})
             if env_id in self._tainted:
