@@ -43,3 +43,10 @@ def test_decollate_inverts_collate():
         torch.testing.assert_close(restored['obs'], original['obs'])
         torch.testing.assert_close(restored['n']['v'], original['n']['v'])
         assert int(restored['act']) == int(original['act'])
+
+
+def test_true_rows_lists_the_rows_that_are_true():
+    from ding_lite.data.collate import true_rows
+    assert true_rows(np.zeros(4, bool)) == []
+    assert true_rows(np.array([False, True, False, True])) == [1, 3]
+    assert true_rows(np.array([0.0, 2.0, 0.0])) == [1]  # any non-zero value, as a done column of numbers gives it

@@ -309,8 +309,8 @@ def test_the_list_api_checks_each_step_once_and_still_names_or_drops_a_bad_trans
 
 
 def test_the_row_check_flags_just_the_rows_holding_a_nan_or_an_infinity():
-    """``nonfinite_rows`` sums the fields first: huge finite values whose sum overflows flag nothing, and a NaN or an
-    infinity in any float field flags only its row."""
+    """``nonfinite_rows``: huge finite values (whose sum would overflow) flag nothing, and a NaN or an infinity in any
+    float field flags only its row."""
     import numpy as np
     from ding_lite.worker.finite_check import nonfinite_rows
     big = np.finfo(np.float32).max
