@@ -40,7 +40,7 @@ def all_finite(values: list[Any]) -> bool:
 
 def nonfinite_rows(columns: dict[str, np.ndarray]) -> np.ndarray | None:
     """Per row of ``columns`` (a transition field each), whether it holds a NaN or an infinity; None if no row
-    does (the common case: one sum per float field)."""
+    does (the common case: one count of isfinite per float field)."""
     arrays = [array for key in FIELDS if (array := columns.get(key)) is not None and array.dtype.kind in 'fc']
     # isfinite counted, not reduced: in a step of envs a ufunc reduction's code is cold (several us a call)
     if all(np.count_nonzero(np.isfinite(array)) == array.size for array in arrays):
