@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
+from ding_lite.data.collate import true_rows
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
@@ -203,7 +204,8 @@ class EnvPoolEnvManager:
         """Add a step of envs ``env_ids`` to their episodes: their training rewards (float64 of the float32 that
         ``step`` reports) and the returns of the episodes that ended (the env's own rewards), which restart."""
         self._return[env_ids] += reward
-        ended = np.asarray(env_ids)[done].tolist() if done.any() else []
+        rows = true_rows(done)
+        ended = np.asarray(env_ids)[rows].tolist() if rows else []
         returns = {i: float(self._return[i]) for i in ended}
         self._return[ended] = 0.0
         self._episode_count[ended] += 1
