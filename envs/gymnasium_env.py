@@ -250,11 +250,10 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         if not _steps_plainly(cls):
             return None
         first = envs[0]
-        if first._scale and [env._action_key for env in envs].count(first._action_key) == len(envs):
+        key = first._action_key
+        if first._scale and all(env._action_key is key for env in envs):
             shape = (len(envs),) + first._act_shape
-            if actions.dtype != first._act_dtype or actions.shape != shape:
-                actions = actions.astype(first._act_dtype, copy=False).reshape(shape)
-            env_actions = first._scaler(actions)
+            env_actions = first._scaler(actions.astype(first._act_dtype, copy=False).reshape(shape))
         else:
             env_actions = [env._action(action) for env, action in zip(envs, actions)]
         obs, reward, terminated, truncated, infos = zip(*[env._env.step(a) for env, a in zip(envs, env_actions)])
