@@ -92,3 +92,21 @@ def test_static_seeds_give_each_episode_of_an_evaluation_its_own_start():
     seeds.clear()
     manager.reset()                                               # the next evaluation: the same starts again
     assert seeds[-2:] == [10, 11]
+
+
+def test_a_resumed_manager_replays_each_envs_actions_since_its_reset():
+    manager = _manager(n=3, steps=50)
+    manager.seed(0)
+    manager.launch()
+    rng = np.random.default_rng(0)
+    for step in range(420):                                       # several episodes
+        ids = [0, 1, 2] if step % 3 else [0, 2]                   # env 1 sits out some steps
+        manager.step_batch(ids, rng.uniform(-1, 1, (len(ids), 1)).astype(np.float32))
+    manager.step({1: np.float32([0.5])})                          # and one step of one env on its own
+    state = manager.state_dict()
+    lengths = {i: len(s['actions']) for i, s in state['envs'].items()}
+    assert lengths == {0: 420 % 50, 1: (280 + 1) % 50, 2: 420 % 50}  # steps since each env's last reset
+    resumed = _manager(n=3, steps=50)
+    resumed.load_state_dict(state)
+    for env_id, obs in manager.ready_obs.items():
+        np.testing.assert_array_equal(resumed.ready_obs[env_id], obs)
