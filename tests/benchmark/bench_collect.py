@@ -1,11 +1,13 @@
 """Collection throughput: the serial collector + replay buffer against a raw gymnasium loop with the same actor.
 
-Run: ``python -m tests.benchmark.bench_collect [--seconds 2] [--rounds 5] [--envs ...] [--managers ...]``. Both
+Run: ``python -m tests.benchmark.bench_collect [--seconds 10] [--rounds 5] [--envs ...] [--managers ...]``. Both
 step 10 envs (Pendulum-v1 or HalfCheetah-v5, 200-step episodes) with the SAC collect policy (one actor call per
 step for all envs) and push every step's transitions into a ``ReplayBuffer``: the framework through
 ``SampleSerialCollector.collect(n_sample=10)``, per env manager (``base``, ``subprocess``, ``envpool`` sync, and
-async with batches of 5); the raw loop with gymnasium and numpy, one batch per step. Interleaved rounds; reports
-env steps/s and the median framework/raw ratio. The evaluator (5 envs) is timed the same way against a raw loop.
+async with batches of 5); the raw loop with gymnasium and numpy, one batch per step. The evaluator (5 envs) is timed
+the same way against a raw loop. The two loops take turns every ``CHUNK`` seconds for ``--seconds`` per row, so
+that both see the machine at the same speed (a VM's speed can change 2x within seconds); the ratio is of the summed
+rates, with its range over ``--rounds`` equal blocks of the row.
 """
 from __future__ import annotations
 
@@ -116,14 +118,31 @@ class Raw:
         return 1000
 
 
-def _rate(fn, seconds: float) -> float:
+CHUNK = 0.02  # seconds each loop runs before the other takes its turn
+
+
+def _chunk(fn, seconds: float) -> tuple[int, float]:
+    """Calls of ``fn`` for at least ``seconds``: (env steps, seconds taken)."""
     steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while (elapsed := time.perf_counter() - start) < seconds:
         steps += fn()
-    return steps / (time.perf_counter() - start)
+    return steps, elapsed
 
 
-def run(seconds: float = 2.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(ENVS),
+def interleaved(fw, bare, seconds: float, rounds: int) -> tuple[float, float, list[float]]:
+    """``fw`` and ``bare`` taking turns every ``CHUNK`` seconds for ``seconds`` in all: (framework env steps/s, raw
+    env steps/s, the ratio in each of ``rounds`` equal blocks)."""
+    totals, ratios = np.zeros(4), []
+    for _ in range(rounds):
+        block, end = np.zeros(4), time.perf_counter() + seconds / rounds
+        while time.perf_counter() < end:
+            block += (*_chunk(fw, CHUNK), *_chunk(bare, CHUNK))
+        ratios.append(block[0] / block[1] / (block[2] / block[3]))
+        totals += block
+    return totals[0] / totals[1], totals[2] / totals[3], ratios
+
+
+def run(seconds: float = 10.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(ENVS),
         managers: tuple[str, ...] = tuple(MANAGERS)) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for env_id in env_ids:
@@ -136,17 +155,16 @@ def run(seconds: float = 2.0, rounds: int = 5, env_ids: tuple[str, ...] = tuple(
                     if name != 'collect' and manager not in ('base', 'envpool'):
                         continue
                     fw(), bare()
-                    pairs = [(_rate(fw, seconds), _rate(bare, seconds)) for _ in range(rounds)]
-                    ratio = sorted(f / b for f, b in pairs)[rounds // 2]
+                    fast, slow, ratios = interleaved(fw, bare, seconds, rounds)
                     print(f"{name}, {env_id}, {manager} manager, {5 if name == 'evaluate' else 10} envs: framework "
-                          f"{max(f for f, _ in pairs):.0f} env steps/s, raw gymnasium loop "
-                          f"{max(b for _, b in pairs):.0f}/s, ratio {ratio:.2f}", flush=True)
+                          f"{fast:.0f} env steps/s, raw gymnasium loop {slow:.0f}/s, ratio {fast / slow:.3f} (blocks "
+                          f"{min(ratios):.3f}-{max(ratios):.3f})", flush=True)
                 framework.close()
 
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
-    parser.add_argument('--seconds', type=float, default=2.0)
+    parser.add_argument('--seconds', type=float, default=10.0)
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--envs', nargs='+', default=list(ENVS), choices=list(ENVS))
     parser.add_argument('--managers', nargs='+', default=list(MANAGERS), choices=list(MANAGERS))
