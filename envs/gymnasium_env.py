@@ -64,8 +64,8 @@ def make_error(env_id: str, error: Exception) -> str:
         package = next((p for prefix, p in ID_PACKAGES.items() if env_id.split(':')[-1].startswith(prefix)), None)
         which = f"its package ({package!r}, pip install it)" if package else "the package that registers it"
         example = package or 'my_envs'
-        return (f"cannot make gymnasium env {env_id!r}: {upstream}. An env of another package exists once {which} "
-                f"is imported: list it in create_config.env.import_names (['{example}']), or write the id as "
+        return (f"cannot make gymnasium env {env_id!r}: {upstream.rstrip('.')}. An env of another package exists once "
+                f"{which} is imported: list it in create_config.env.import_names (['{example}']), or write the id as "
                 f"'{example}:{env_id.split(':')[-1]}' (gymnasium imports the package first)")
     try:
         entry = gym.spec(env_id.split(':')[-1]).entry_point

@@ -23,6 +23,9 @@ def test_envs_of_another_package_by_its_name_or_import_names_and_clear_errors(tm
                                          r".*create_config.env.import_names \(\['highway_env'\]\).*"
                                          r"'highway_env:highway-v0'"):  # (not installed here)
         GymnasiumEnv(dict(env_id='highway-v0'))
+    with pytest.raises(ValueError) as unknown:
+        GymnasiumEnv(dict(env_id='NoSuchThing-v0'))
+    assert "`NoSuchThing` doesn't exist. An env of another package" in str(unknown.value)  # gymnasium's words, once
     with pytest.raises(ValueError, match=r"cannot make gymnasium env 'ToyPackaged-v0' \(package 'toy_pkg_xyz'.*\): "
                                          r"its constructor raised AssertionError \(no message\)"):
         GymnasiumEnv(dict(env_id='ToyPackaged-v0', env_kwargs=dict(fail=True)))
