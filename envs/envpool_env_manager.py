@@ -204,8 +204,7 @@ class EnvPoolEnvManager:
         """Add a step of envs ``env_ids`` to their episodes: their training rewards (float64 of the float32 that
         ``step`` reports) and the returns of the episodes that ended (the env's own rewards), which restart."""
         self._return[env_ids] += reward
-        rows = true_rows(done)
-        ended = np.asarray(env_ids)[rows].tolist() if rows else []
+        ended = [int(env_ids[k]) for k in true_rows(done)]
         returns = {i: float(self._return[i]) for i in ended}
         self._return[ended] = 0.0
         self._episode_count[ended] += 1
