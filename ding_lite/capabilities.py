@@ -2,7 +2,7 @@
 reads the declarations of a pipeline and a policy class and refuses an unsupported combination at compile time.
 
 A policy class declares the features its update is written for in ``capabilities`` (on the class itself: a subclass
-supports nothing it did not declare); a pipeline declares its own in a ``Pipeline`` (``entry/pipeline/
+supports nothing it did not declare); a pipeline declares its own in a ``Pipeline`` (``entry/kit/
 capabilities.py``). ``table()`` draws the docs' table of what works with what from the same declarations.
 """
 from __future__ import annotations

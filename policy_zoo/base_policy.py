@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-from collections import deque
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
@@ -11,18 +10,20 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.utils.default_config import ConfigError, class_default_config
+from ding_lite.utils.default_config import class_default_config
 from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
 from ding_lite.model.wrappers import set_training
 from ding_lite.model.heads import initialise
 from ding_lite.model.recurrent import Memory
-from ding_lite.registry import MODEL_REGISTRY, POLICY_REGISTRY
+from ding_lite.registry import MODEL_REGISTRY
 from ding_lite.rl_utils import get_train_sample
+from ding_lite.rl_utils.entropy_log import CollectEntropyLog
 from ding_lite.utils import resolve_device
 from ding_lite.utils.snapshot import SnapshotActor
+from .factory import create_policy, get_policy_cls
+from .policy_checks import refuse_unsupported_modes
 
-ENTROPY_WINDOW = 1000  # the latest collect forwards that collector/entropy averages over
 
 class Policy:
     """A model plus what each mode does with it.
@@ -47,8 +48,7 @@ class Policy:
         priority=False,                     # learn returns 'priority' for a prioritized buffer
         priority_IS_weight=False,           # weight TD errors by the buffer's importance-sampling weights
         random_collect_size=0,              # env steps of uniformly random actions before learning
-        multi_agent=False,                  # DI-engine's MASAC: 'sac' runs as 'masac', 'discrete_sac' as
-                                            # 'discrete_masac'
+        multi_agent=False,                  # DI-engine's MASAC: 'sac' runs as 'masac' (discrete: 'discrete_masac')
         transition_with_policy_data=False,  # DI-engine's flag; False only (collect.collector_logit keeps logits)
         model=dict(                         # the model's constructor arguments (see its type), and:
             agent_id_input=False,           # a multi-agent env's agent index one-hot after each observation
@@ -67,10 +67,8 @@ class Policy:
             collector_logit=False,          # keep the policy's logits in the transitions
             env_num=None,                   # DI-engine's key, set from env.collector_env_num (as DI-engine)
             model_path=None,                # checkpoint an expert loads (SQIL online demonstrations)
-            overlap=False,                  # collect a round behind while learning: True, 'auto', 'process', 'stream'
-                                            # True: in a child process on a CPU learner ('process'), from a weight
-                                            # snapshot on a CUDA stream of its own on a GPU one ('stream'); 'auto':
-                                            # where that leaves a core free (GPU, or small nets on one CPU thread)
+            overlap=False,                  # collect a round behind while learning: True, 'auto', 'process',
+                                            # 'stream' (docs/usage.md: in a child process or on a CUDA stream)
         ),
         eval=dict(
             env_num=None,                   # DI-engine's key, set from env.evaluator_env_num (as DI-engine)
@@ -93,20 +91,7 @@ class Policy:
     def check_config(cls, cfg: EasyDict) -> None:
         """Refuse, at compile time, settings this policy declares but cannot honour (``ConfigError`` naming the key and
         what is supported): nothing is accepted only to be ignored."""
-        for key, what in (('multi_agent', 'single-agent'), ('on_policy', 'off-policy')):
-            if cfg.get(key) and not (key == 'multi_agent' and cls.multi_agent):
-                raise ConfigError(f"policy.{key}=True: ding_lite's policies are {what} ({cls.__name__}); set "
-                                  f"policy.{key}=False")
-        if cfg.get('transition_with_policy_data'):
-            raise ConfigError("policy.transition_with_policy_data=True: transitions hold obs, action, reward, next_obs "
-                              "and done; keep the policy's logits with policy.collect.collector_logit=True instead")
-        if cfg.collect.get('n_episode') is not None:
-            raise ConfigError(f"policy.collect.n_episode={cfg.collect.n_episode!r}: the pipelines collect "
-                              f"policy.collect.n_sample transitions per call (whole episodes are "
-                              f"EpisodeSerialCollector.collect(n_episode)); set n_sample and leave n_episode None")
-        if cfg.get('command'):
-            raise ConfigError(f"policy.command={dict(cfg.command)!r}: DI-engine's command mode has no counterpart "
-                              f"here (eps schedules are policy.other.eps); leave it empty")
+        refuse_unsupported_modes(cls, cfg)
 
     @classmethod
     def default_model(cls) -> str:
@@ -154,7 +139,7 @@ class Policy:
 
     def record_collect(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> None:
         """A collect forward made outside ``collect_mode`` (for the collect entropy log)."""
-        self._recent_outputs.append((output, kwargs))
+        self._entropy_log.record(output, kwargs)
 
     def acts_in_batches(self, mode: str) -> bool:
         """Whether ``mode``'s forward is Policy's own batch forward, which a seed axis may map."""
@@ -225,7 +210,7 @@ class Policy:
         self._collect_model = self._acting(self._model, self.collect_wrapper)
         self._snapshot: SnapshotActor | None = None  # act_from_snapshot's
         self._unroll_len = 1 if self.memory else self._cfg.collect.unroll_len  # the buffer cuts a recurrent model's
-        self._recent_outputs: deque = deque(maxlen=ENTROPY_WINDOW)  # references only: read when the collector logs
+        self._entropy_log = CollectEntropyLog()  # references only: read when the collector logs
         self._keep_logit = 'logit' in self._output_keys
 
     @staticmethod
@@ -243,34 +228,29 @@ class Policy:
         return self._by_env(self._forward_collect_batch, data, **kwargs)
 
     def _forward_collect_batch(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
-        """The collect model on stacked observations (leading dim = envs); the per-env ``_forward_collect`` and
-        the collector's columnar path both come here."""
+        """The collect model on stacked observations (leading dim = envs), for every collect path."""
         kwargs = self._collect_kwargs(obs, **kwargs)
         output = self._collect_act(obs, **kwargs)
         self.record_collect(output, kwargs)
         return output
 
     def act_from_snapshot(self) -> None:
-        """Collect from a copy of the acting weights taken at each ``refresh_snapshot()`` (the run calls it before
-        each learn round): ``policy.collect.overlap`` in this process. On CUDA the collect forward then runs
-        on a stream of its own and never waits for the learn steps queued since (``SnapshotActor``)."""
+        """Collect from a copy of the weights taken at each ``refresh_snapshot()`` (``collect.overlap`` in this
+        process; on CUDA on a stream of its own that never waits for the queued learn steps: ``SnapshotActor``)."""
         self._snapshot = SnapshotActor(self._model, self._device, graphed=bool(self._cfg.learn.get('cuda_graph')))
         self._collect_model = self._acting(self._snapshot.model, self.collect_wrapper)
 
     def refresh_snapshot(self) -> None:
-        """``act_from_snapshot``'s copy of the weights as they stand after the learn steps so far (a no-op
-        without one)."""
+        """``act_from_snapshot``'s copy of the weights as they stand now (a no-op without one)."""
         if self._snapshot is not None:
             self._snapshot.refresh()
 
     def _collect_kwargs(self, obs: Any, **kwargs: Any) -> dict[str, Any]:
-        """The keywords of a collect forward on ``obs`` (an exploration schedule's value): the forward's
-        host-side part, kept apart from ``_collect_act`` so that a run of many seeds maps only the latter."""
+        """A collect forward's keywords (an exploration schedule's value): its host part, which a seed axis leaves."""
         return kwargs
 
     def _collect_act(self, obs: Any, **kwargs: Any) -> dict[str, Tensor]:
-        """The collect model's outputs on stacked observations: no state changes (a run of many seeds maps it over
-        its seed axis)."""
+        """The collect model's outputs on stacked observations, changing no state (a seed axis maps it)."""
         if self._snapshot is None:
             return self._collect_outputs(obs, **kwargs)
         # with no keywords the forward is always the same: a graph of it may be replayed (learn.cuda_graph)
@@ -285,12 +265,8 @@ class Policy:
         return output
 
     def _pop_collect_entropy(self) -> float | None:
-        """The collect distribution's mean entropy over the latest collect forwards, which it then forgets (one
-        host sync); None where the policy defines no ``_collect_entropy``."""
-        recent, self._recent_outputs = self._recent_outputs, deque(maxlen=ENTROPY_WINDOW)
-        values = [value for output, kwargs in _joined(recent)
-                  if (value := self._collect_entropy(output, kwargs)) is not None]
-        return float(torch.cat([v.float().cpu() for v in values]).mean()) if values else None  # devices may mix
+        """The collect distribution's mean entropy over the latest collect forwards, which it then forgets."""
+        return self._entropy_log.pop(self._collect_entropy)
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor | None:
         """Per row, the entropy of the distribution a collect forward (``output``, called with ``kwargs``) sampled
@@ -373,13 +349,9 @@ class Policy:
         self._model.load_state_dict(state['model'])
 
     def _reset_learn(self, data_id: list[int] | None = None) -> None:
-        pass
+        """A mode's per-env state forgotten for the envs ``data_id`` (None: all): none here, in any mode."""
 
-    def _reset_collect(self, data_id: list[int] | None = None) -> None:
-        pass
-
-    def _reset_eval(self, data_id: list[int] | None = None) -> None:
-        pass
+    _reset_collect = _reset_eval = _reset_learn
 
     def _monitor_vars_learn(self) -> list[str]:
         return []
@@ -405,54 +377,4 @@ class Policy:
         return f"{type(self).__name__}(fields={self._enable_field}, device={self._device})"
 
 
-def get_policy_cls(cfg: dict) -> type:
-    """The registered class for ``cfg.type`` (imports ``cfg.import_names`` first)."""
-    from ding_lite.registry import import_names
-    import_names(cfg.get('import_names'))
-    return POLICY_REGISTRY.get(cfg['type'])
-
-
-def create_policy(cfg: dict, model: nn.Module | None = None,
-                  enable_field: tuple[str, ...] | list[str] = ('learn', 'collect', 'eval')) -> Policy:
-    """Build ``cfg.type`` from the compiled policy config; a given ``model`` gets the policy's own initialisation
-    (``model.init``, SAC's ``learn.init_w``), as a built one has (DI-engine applies ``init_w`` to whatever model its
-    policy is given)."""
-    cls = get_policy_cls(cfg)
-    return cls(cfg, model=model if model is None else cls.init_model(model, cfg), enable_field=enable_field)
-
-
-def _joined(recent: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Consecutive collect forwards called alike (the same plain keywords, outputs of one form) as one forward of
-    all their rows: one entropy computation for them instead of one per forward (a kernel launch each on a GPU)."""
-    groups: list[tuple[list[dict], dict, Any]] = []
-    for output, kwargs in recent:
-        form = _form(output) if all(isinstance(v, (bool, int, float, str, type(None))) for v in kwargs.values()) \
-            else None
-        if form is not None and groups and groups[-1][2] == form and groups[-1][1] == kwargs:
-            groups[-1][0].append(output)
-        else:
-            groups.append(([output], kwargs, form))
-    return [(outputs[0] if len(outputs) == 1 else _cat(outputs), kwargs) for outputs, kwargs, _ in groups]
-
-
-def _form(value: Any) -> Any:
-    """The nesting, row shapes and dtypes of a forward's output (None where a leaf is not a tensor with rows)."""
-    if isinstance(value, Tensor):
-        return (tuple(value.shape[1:]), value.dtype, value.device) if value.dim() else None
-    if isinstance(value, dict):
-        forms = tuple((k, _form(v)) for k, v in value.items())
-        return None if any(f is None for _, f in forms) else ('dict', forms)
-    if isinstance(value, (list, tuple)):
-        forms = tuple(_form(v) for v in value)
-        return None if any(f is None for f in forms) else (type(value).__name__, forms)
-    return None
-
-
-def _cat(outputs: list[Any]) -> Any:
-    """Outputs of one ``_form`` as one, their rows in order."""
-    first = outputs[0]
-    if isinstance(first, Tensor):
-        return torch.cat(outputs)
-    if isinstance(first, dict):
-        return {k: _cat([o[k] for o in outputs]) for k in first}
-    return type(first)(_cat(list(parts)) for parts in zip(*outputs))
+__all__ = ['Policy', 'create_policy', 'get_policy_cls']  # DI-engine's home of all three

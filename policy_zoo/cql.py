@@ -83,6 +83,9 @@ class _Conservative:
     def _step_critic_extras(self) -> dict[str, Tensor]:
         return {} if self._alpha_prime is None else {'alpha_prime': self._alpha_prime.step()}
 
+    def _target_bonus(self, log_prob: Tensor) -> Tensor:
+        return super()._target_bonus(log_prob) if self._cfg.learn.with_q_entropy else torch.zeros_like(log_prob)
+
     def _monitor_vars_learn(self) -> list[str]:
         return super()._monitor_vars_learn() + (['alpha_prime'] if self._alpha_prime is not None else [])
 

@@ -66,6 +66,9 @@ class REDQPolicy(SACPolicy):
             q = q.index_select(0, self._subset())  # [M, B]
         return q.min(0).values - self._target_bonus(log_prob)
 
+    def _target_bonus(self, log_prob: Tensor) -> Tensor:
+        return super()._target_bonus(log_prob) if self._cfg.learn.with_q_entropy else torch.zeros_like(log_prob)
+
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         loss, td, q, target_q = super()._critic_loss(batch)
         if self._cfg.learn.eta > 0:

@@ -11,46 +11,28 @@ from easydict import EasyDict
 from torch import Tensor, nn
 
 from ding_lite.data import Batch
-from ding_lite.data.collate import make_batch
 from ding_lite.model import model_wrap
 from ding_lite.model.wrappers import frozen, set_training
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.reward_model.signals import RewardSignals
-from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, optimizer_step, \
+from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, \
     preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
-from ding_lite.utils import compile_or_eager
-from ding_lite.utils.cuda_graph import cuda_graph_or_eager
+from ding_lite.rl_utils.update_executor import UpdateExecutor
 from .base_policy import Policy
-from .sac_options import amp_dtype, check_sac_config, cloning_and_signals, init_actor_output
-
-
-def _learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
-                 obs: Memory | None = None) -> dict[str, Tensor]:
-    """The critics' scalars of one seed (means over a sequence batch's loss steps), and ``priority``: |TD| per
-    sample ``[B]``."""
-    mean = (lambda x: x.mean()) if obs is None else (lambda x: row_mean(x, obs).mean())  # noqa: E731
-    q_mean = row_mean(q.detach(), obs)                         # [E]: one value per critic
-    twin = {'twin_critic_loss': mean(td[1].pow(2))} if len(td) > 1 else {}  # DI-engine's name: the 2nd critic's
-    return {'critic_loss': critic_loss, **twin, 'q_value': q_mean.mean(),
-            **{f'q_value_{i + 1}': v for i, v in enumerate(q_mean.unbind())}, 'target_q_value': mean(target_q),
-            'td_error': mean(td.abs()), 'priority': td.abs().mean(0)}
+from .sac_options import check_sac_config, cloning_and_signals, init_actor_output
+from .sac_reports import learn_stats, transition_scores
 
 
 @POLICY_REGISTRY.register('sac')
 class SACPolicy(Policy):
     """Soft Actor-Critic for Box actions (arXiv:1812.05905): twin critics, tanh-Gaussian actor, auto alpha.
 
-    Subclasses change the action distribution and the critics through hooks: ``_q_pred(batch) -> [E, B]``,
-    ``_soft_target_v(next_obs) -> [B]``, ``_critic_loss(batch) -> (loss, td [E, B], q [E, B], target_q [B])``
-    (default: the weighted squared ``_critic_td``), ``_actor_q(obs, action) -> [B]`` (default: the critics' min),
-    ``_actor_loss(obs) -> (loss, entropy [B], stats)`` and ``_default_target_entropy()``. ``stats`` (detached
-    scalars to log, such as the policy's ``mu``) may be left out: ``(loss, entropy)`` is a valid return. The update
-    calls two strategies that are always there: ``self._heads`` (``SingleReward``; with ``reward_weights`` or
-    ``reward_signals``, ``RewardHeads``: values and targets gain a last axis, one per head) and ``self._td_estimator``
-    (``TDTarget``, owning gamma). With ``model.rnn`` ``obs`` is a ``Memory``, its rows' means over its loss steps.
+    Subclasses change the math through its hooks, each documented once, on its method, and listed in
+    docs/sac-family.md. The update calls two strategies that are always there: ``self._heads`` (one reward, or a
+    head per reward dimension or signal) and ``self._td_estimator`` (``TDTarget``, owning gamma); how it runs (amp,
+    compile, the CUDA graph, the optimizer steps, a seed axis) is ``self.executor``'s (``UpdateExecutor``).
     """
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
@@ -144,11 +126,8 @@ class SACPolicy(Policy):
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
-        self._learn_model = model_wrap(self._model, 'base')
-        amp = amp_dtype(learn.amp, self._device)
-        self._grad_scaler = torch.amp.GradScaler(self._device.type) if amp == torch.float16 else None
-        if amp is not None:
-            self._learn_model = model_wrap(self._learn_model, 'amp', device_type=self._device.type, dtype=amp)
+        self.executor = UpdateExecutor(learn, self._device, type(self).__name__)
+        self._learn_model = self.executor.model(model_wrap(self._model, 'base'))
         self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
         if isinstance(self._heads, RewardVector):
@@ -157,19 +136,16 @@ class SACPolicy(Policy):
         self._td_estimator = TDTarget(self._heads.gamma, self._heads.use_done) if heads else \
             TDTarget(learn.discount_factor, device=self._device)
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
-        self._target_model = model_wrap(copy.deepcopy(self._model), 'target', update_type='momentum',
-                                        update_kwargs={'theta': learn.target_theta}) if self.target_network else None
-        if amp is not None and self._target_model is not None:
-            self._target_model = model_wrap(self._target_model, 'amp', device_type=self._device.type, dtype=amp)
+        self._target_model = self.executor.model(model_wrap(
+            copy.deepcopy(self._model), 'target', update_type='momentum',
+            update_kwargs={'theta': learn.target_theta})) if self.target_network else None
         # live views of the online critic: the target follows only what it is used for
         self._critic_params = dict(self._model.critic.named_parameters(prefix='critic'))
         self._actor_frozen = list(self._model.critic.parameters())  # constants in the actor's loss
-        if learn.compile:
-            what = f"{type(self).__name__}'s update"  # one message for both: warned once
-            self._critic_loss = compile_or_eager(self._critic_loss, what)
-            self._actor_loss = compile_or_eager(self._actor_loss, what)
-        if learn.cuda_graph:  # after compile: a graph may hold compiled kernels
-            self._update = cuda_graph_or_eager(self._update, self._device, f"{type(self).__name__}'s update")
+        if self.executor.compiles:
+            self._critic_loss, self._actor_loss = map(self.executor.compiled, (self._critic_loss, self._actor_loss))
+        if self.executor.graphs:  # after compile: a graph may hold compiled kernels
+            self._update = self.executor.graphed(self._update)
 
     # the learning seams a run of many seeds (entry's SeedAxis) stacks
     @property
@@ -186,11 +162,6 @@ class SACPolicy(Policy):
 
     def update(self, batch: Batch) -> dict[str, Tensor]:
         return self._update(batch)
-
-    def map_seeds(self, seedwise: Any, optimizer_step: Any) -> None:
-        """Run the update's per-seed computations through ``seedwise`` and its optimizer steps through
-        ``optimizer_step`` (``SeedAxis``: over a leading seed axis)."""
-        self._seedwise, self._optimizer_step = seedwise, optimizer_step
 
     def row_settings(self) -> tuple[dict[str, torch.optim.Optimizer | None], Any, Temperature]:
         """What a stacked row may set apart: the optimizers by their learning rate's key, the target wrapper (None
@@ -268,8 +239,8 @@ class SACPolicy(Policy):
         What one seed computes goes through ``_seedwise`` and each optimizer step through ``_optimizer_step``: a
         run of many seeds (``SeedAxis``) maps them over its leading seed axis; a single run calls them as they are.
         """
-        critic_loss, td, q, target_q = self._seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
-        grad_norm_critic = self._optimizer_step(self._optimizer_q, critic_loss)
+        critic_loss, td, q, target_q = self.executor.seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
+        grad_norm_critic = self.executor.step(self._optimizer_q, critic_loss)
         extras = self._step_critic_extras()
         # else the last actor step's statistics are logged again (a load without them: the actor steps now)
         if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
@@ -278,7 +249,7 @@ class SACPolicy(Policy):
         sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
         stats = self._heads.head_stats(batch.reward, q.detach())   # with heads: [E, B, K] reported per head
         td, q, target_q = self._heads.summary(td, q, target_q)
-        stats |= self._seedwise(_learn_stats, critic_loss, td, q, target_q, *sequences)
+        stats |= self.executor.seedwise(learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats, **extras}
         if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
             self._target_model.update(self._critic_params)
@@ -293,7 +264,7 @@ class SACPolicy(Policy):
     def _actor_step(self, obs: Tensor) -> dict[str, Tensor]:
         """One step of the actor, then of alpha; their statistics."""
         with frozen(self._actor_frozen):  # the actor's loss needs no critic weight gradients
-            policy_loss, entropy, *actor_stats = self._seedwise(self._actor_loss, obs)
+            policy_loss, entropy, *actor_stats = self.executor.seedwise(self._actor_loss, obs)
         if isinstance(obs, Memory):  # a sequence's rows weigh as its loss steps do (its means are theirs)
             entropy = entropy * obs.weight
         cloning = {}
@@ -302,21 +273,11 @@ class SACPolicy(Policy):
                                                          self._learn_steps)
             policy_loss = policy_loss + weighted
         stats = {'policy_loss': policy_loss, 'entropy': entropy.mean(-1),  # [B] ([S, B] with a seed axis)
-                 'grad_norm_actor': self._optimizer_step(self._optimizer_policy, policy_loss),
+                 'grad_norm_actor': self.executor.step(self._optimizer_policy, policy_loss),
                  **(actor_stats[0] if actor_stats else {}), **cloning}
         if self._alpha.learned:
             stats['alpha_loss'] = self._alpha.update(entropy)
         return stats
-
-    @staticmethod
-    def _seedwise(fn: Any, *args: Any) -> Any:
-        """``fn(*args)``: one seed's computation (``SeedAxis`` maps it over the seed axis)."""
-        return fn(*args)
-
-    def _optimizer_step(self, optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
-        """One step of ``optimizer`` on ``loss`` (through the fp16 gradient scaler with ``learn.amp='fp16'``); the
-        gradients' total 2-norm (per seed under ``SeedAxis``)."""
-        return optimizer_step(optimizer, loss, scaler=self._grad_scaler)
 
     def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(loss, td [E, B], q [E, B], target_q [B])``: the importance-weighted squared ``_critic_td``."""
@@ -349,11 +310,8 @@ class SACPolicy(Policy):
         return self._heads.soft_value(self._critic(next_obs, action, target=True), self._target_bonus(log_prob))
 
     def _target_bonus(self, log_prob: Tensor) -> Tensor:
-        """What the TD target's soft value subtracts: ``alpha log pi``, or 0 with ``learn.with_q_entropy=False``
-        (DI-engine's key of CQL and EDAC, which declare it)."""
-        if self._cfg.learn.get('with_q_entropy', True):
-            return self._alpha.value * log_prob
-        return torch.zeros_like(log_prob)
+        """What the TD target's soft value subtracts: ``alpha log pi`` (CQL and EDAC may drop it)."""
+        return self._alpha.value * log_prob
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         """``(loss, entropy [B], stats)``: ``alpha log pi(a|s) - _actor_q(s, a)`` over reparameterised actions."""
@@ -384,25 +342,10 @@ class SACPolicy(Policy):
         heads = self._heads.stat_names() + (['bc_loss'] if self._bc is not None else [])
         return names + (['alpha_loss'] if self._alpha.learned else []) + heads
 
-    @torch.no_grad()
     def score_transitions(self, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """ML-Agents' reports on collected transitions (``collector.report_collected``), per row: ``value_estimate``,
-        the critics' value of the action taken (their min; heads and quantiles averaged), and with reward signals each
-        signal's reward (``<signal>``, its strength applied)."""
+        """ML-Agents' reports on collected transitions (``collector.report_collected``): ``transition_scores``."""
         set_training(self._learn_model, False)  # (the next learn step sets training mode again)
-        tensors = {key: torch.as_tensor(columns[key], device=self._device)
-                   for key in ('obs', 'action', 'next_obs', 'reward', 'done')}
-        tensors['obs'], tensors['next_obs'] = self._normalize_obs(tensors['obs']), \
-            self._normalize_obs(tensors['next_obs'])
-        batch = make_batch(tensors)
-        q = self._q_pred(batch)                               # [E, B(, heads or quantiles)]
-        while q.dim() > 2:
-            q = q.mean(-1)
-        reports = {'value_estimate': q.min(0).values}
-        if isinstance(self._heads, RewardSignals):
-            rewards = self._heads.rewards(batch)              # [B, K]
-            reports |= {name: rewards[:, k] for k, name in enumerate(self._heads.names) if name != 'extrinsic'}
-        return {name: value.float().cpu().numpy() for name, value in reports.items()}
+        return transition_scores(columns, self._q_pred, self._heads, self._normalize_obs, self._device)
 
     def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
         """DI-engine's names for what its SAC logs beside these: the optimizers' learning rates and the losses'
@@ -434,5 +377,4 @@ class SACPolicy(Policy):
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None
-        if hasattr(self._update, 'reset'):  # a captured update still points at the replaced optimizer state
-            self._update.reset()
+        self.executor.restart()  # a captured update still points at the replaced optimizer state

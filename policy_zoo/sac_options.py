@@ -12,6 +12,7 @@ from easydict import EasyDict
 
 from ding_lite.reward_model.signals import RewardSignals, signal_config
 from ding_lite.rl_utils.cloning import BehaviouralCloning
+from ding_lite.rl_utils.update_executor import check_amp
 from ding_lite.rl_utils.reward_heads import RewardVector, SingleReward, check_weights
 from ding_lite.model.heads import INITIALISERS
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
@@ -36,30 +37,6 @@ def check_sac_config(cls: type, cfg: EasyDict) -> None:
                           f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
     check_optimiser_knobs(cfg, cls.target_network)
     check_amp(cfg.learn)
-
-
-AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
-
-
-def check_amp(learn: EasyDict) -> None:
-    """``learn.amp``: None, 'bf16' or 'fp16' (what it meets is the capability declarations')."""
-    amp = learn.get('amp')
-    if amp not in (None, False) and amp not in AMP_DTYPES:
-        raise ConfigError(f"policy.learn.amp must be None (float32), 'bf16' or 'fp16', got {amp!r}")
-
-
-def amp_dtype(amp: str | None, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype of ``learn.amp`` on ``device`` (None: float32), or ``ConfigError`` where the device
-    cannot run it."""
-    if not amp:
-        return None
-    if not torch.amp.is_autocast_available(device.type):
-        raise ConfigError(f"policy.learn.amp={amp!r}: this torch has no mixed precision on device "
-                          f"{device.type!r}; set amp=None")
-    if amp == 'bf16' and device.type == 'cuda' and not torch.cuda.is_bf16_supported():
-        raise ConfigError(f"policy.learn.amp='bf16': {torch.cuda.get_device_name(device)} has no bfloat16 "
-                          f"(NVIDIA Ampere or newer has); use amp='fp16' (with a gradient scaler) or amp=None")
-    return AMP_DTYPES[amp]
 
 
 def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:

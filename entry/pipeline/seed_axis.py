@@ -39,7 +39,7 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
     else the reason it cannot."""
     if not issubclass(policy_cls, SACPolicy):
         return f"{policy_cls.__name__} is not on SACPolicy's hooks"
-    own = [name for name in ('_update', '_seedwise', '_optimizer_step', '_forward_learn', '_actor_step')
+    own = [name for name in ('_update', '_forward_learn', '_actor_step')
            if getattr(policy_cls, name) not in (getattr(SACPolicy, name), getattr(SQILSACPolicy, name))]
     if own:
         return f"{policy_cls.__name__} defines its own {', '.join(own)}"
@@ -149,7 +149,7 @@ class SeedAxis:
         if reason is not None:
             raise ValueError(f"these rows cannot share one update: {reason}")
         self._row_settings()
-        self.lead.map_seeds(self._seedwise, functools.partial(optimizer_step, seed_axis=True))
+        self.lead.executor.map_seeds(self._seedwise, functools.partial(optimizer_step, seed_axis=True))
         self._slots = _Slots([module for _, module in _modules(self.lead)])
         self.randomness = randomness  # vmap's: 'different' noise per seed ('same': every seed draws alike)
         self._device = indexed(self.lead.device)  # (stream calls without an index look the device up each time)

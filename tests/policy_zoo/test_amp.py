@@ -66,7 +66,7 @@ def test_fp16_steps_through_a_gradient_scaler_and_skips_a_step_with_inf_gradient
     seen = _linear_dtypes(policy)
     stats = policy.learn_mode.forward(_batch())
     assert seen == {torch.float16} and torch.isfinite(stats['critic_loss'])
-    scaler = policy._grad_scaler
+    scaler = policy.executor.scaler
     assert scaler is not None and scaler.get_scale() > 1
     before = [p.clone() for p in policy._model.critic.parameters()]
     batch = _batch()

@@ -55,9 +55,9 @@ def test_the_masked_loss_is_the_mean_over_the_loss_steps(policy):
     rows = torch.tensor([[t >= BURNIN and t < v for t in range(UNROLL + BURNIN)] for v in (6, 4, 3)]).flatten()
     assert int(rows.sum()) == 4 + 2 + 1
     assert torch.allclose(loss, td[:, rows].pow(2).mean(-1).sum())
-    from policy_zoo.sac import _learn_stats
+    from policy_zoo.sac_reports import learn_stats
     _, td, q, target_q = policy._critic_loss(batch)
-    stats = _learn_stats(loss, td, q, target_q, batch.obs)  # the logged means are the loss steps' too
+    stats = learn_stats(loss, td, q, target_q, batch.obs)  # the logged means are the loss steps' too
     assert torch.allclose(stats['td_error'], td[:, rows].abs().mean())
     assert torch.allclose(stats['q_value_1'], q[0, rows].mean()) and torch.allclose(stats['target_q_value'],
                                                                                      target_q[rows].mean())

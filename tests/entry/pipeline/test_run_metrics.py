@@ -124,7 +124,7 @@ def test_the_logged_entropy_of_many_forwards_is_one_computation_over_those_calle
     """The collector's entropy log: forwards called with the same keywords are joined into one computation (a
     kernel launch per forward on a GPU otherwise); its mean is every row's, as forward by forward; a change of
     keywords (eps moved) starts another computation."""
-    from collections import deque
+    from ding_lite.rl_utils.entropy_log import CollectEntropyLog
     policy = DiscreteSACPolicy.__new__(DiscreteSACPolicy)
     torch.manual_seed(0)
     outputs = [({'logit': torch.randn(3, 4), 'action_mask': torch.ones(3, 4)}, {'eps': 0.1}) for _ in range(5)]
@@ -134,7 +134,8 @@ def test_the_logged_entropy_of_many_forwards_is_one_computation_over_those_calle
     original = DiscreteSACPolicy._collect_entropy
     monkeypatch.setattr(DiscreteSACPolicy, '_collect_entropy', lambda self, o, k: calls.append(
         (o['logit'].shape[0], k['eps'])) or original(self, o, k))
-    policy._recent_outputs = deque(outputs)
+    policy._entropy_log = CollectEntropyLog()
+    policy._entropy_log.recent.extend(outputs)
     assert policy._pop_collect_entropy() == pytest.approx(expected, rel=1e-6)
     assert calls == [(15, 0.1), (6, 0.2)]
 

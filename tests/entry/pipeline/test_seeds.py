@@ -285,8 +285,8 @@ def test_one_forward_acts_for_every_seed_as_its_own_forward_would():
         torch.testing.assert_close(evaluated[k]['action'], own['action'])
         logit = policies[k]._collect_act(obs[k])['logit']  # [mu, sigma]; the seeds' forward stacks them
         torch.testing.assert_close(collected[k]['logit'], torch.stack(list(logit), 1))
-        assert collected[k]['action'].abs().max() <= 1 and len(policies[k]._recent_outputs) == 1
-    assert not policies[1]._recent_outputs
+        assert collected[k]['action'].abs().max() <= 1 and len(policies[k]._entropy_log.recent) == 1
+    assert not policies[1]._entropy_log.recent
     discrete = [create_policy(_policy_cfg('discrete_sac')) for _ in range(2)]
     SeedAxis(discrete).act('collect', [torch.randn(3, 3), None])
     assert [p._collect_envstep for p in discrete] == [3, 0]  # each seed's eps schedule on its own env steps
