@@ -22,6 +22,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, apply_overrides, read_config, save_config
@@ -145,9 +146,17 @@ def _study(optuna: Any, search: SimpleNamespace) -> Any:
     return optuna.create_study(
         study_name=search.study_name, storage=_storage(optuna, search.storage), load_if_exists=True,
         direction='maximize',
-        sampler=optuna.samplers.TPESampler(seed=search.seed, n_startup_trials=5, constant_liar=True),
+        sampler=_sampler(optuna, search.seed, None),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=search.max_env_step // 3)
         if search.pruner == 'median' else optuna.pruners.NopPruner())
+
+
+def _sampler(optuna: Any, seed: int, trial_number: int | None) -> Any:
+    """TPE whose random draws for trial ``trial_number`` come from (the search's seed, that number): processes that
+    share a study (Ray tasks, a continued search) never draw one trial's values twice, and a search repeats."""
+    entropy = [seed % 2 ** 32] if trial_number is None else [seed % 2 ** 32, trial_number]
+    seed = int(np.random.SeedSequence(entropy).generate_state(1)[0])
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, constant_liar=True)
 
 
 def _storage(optuna: Any, storage: str | None) -> Any:
@@ -261,9 +270,12 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
     """Run ``trials`` of ``config`` (its two parts) as the rows of one run (one row: a plain run) and tell the study
     how each ended."""
     records = [SimpleNamespace(trial=trial, curve=[], errors=[], pruned=False) for trial in trials]
-    rows = [(apply_overrides(*config, {**sample(trial, space),
-                                       'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
-            for trial in trials]
+    drawn = []
+    for trial in trials:  # each trial's values drawn from a seed of its own (and the study's history)
+        study.sampler = _sampler(optuna, seed, trial.number)
+        drawn.append(sample(trial, space))
+    rows = [(apply_overrides(*config, {**values, 'exp_name': os.path.join(folder, f'trial_{trial.number}')}), seed)
+            for trial, values in zip(trials, drawn)]
     pending = iter(records)  # prepare is called on the rows' runs in their order
 
     def prepare(run: SimpleNamespace) -> None:

@@ -220,6 +220,14 @@ def test_tune_with_ray_runs_its_stacked_groups_as_tasks_sharing_the_study(tmp_pa
     done = [t for t in study.trials if t.state.name == 'COMPLETE']
     assert len(done) == 4 and all(t.user_attrs.get('worker') for t in done)  # each ran in a Ray task, none extra
     assert len({t.user_attrs['worker'] for t in done}) == 2 and (tmp_path / 'tiny_tune' / 'best_config.py').exists()
+    assert len({tuple(sorted(t.params.items())) for t in done}) == 4  # the two tasks never drew one trial twice
+    more = subprocess.run(command[:command.index('--n-trials') + 1] + ['6', '--stack', '2', '--storage',
+                          'search.journal'], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert more.returncode == 0, more.stderr[-2000:]  # the search continued (the docs' way): two trials more, new ones
+    study = optuna.load_study(study_name='tiny_tune',
+                              storage=JournalStorage(JournalFileBackend(str(tmp_path / 'search.journal'))))
+    done = [t for t in study.trials if t.state.name == 'COMPLETE']
+    assert len(done) == 6 and len({tuple(sorted(t.params.items())) for t in done}) == 6
     refused = subprocess.run(command[:-4] + ['--ray', 'local'], cwd=tmp_path, capture_output=True, text=True,
                              timeout=120)
     assert refused.returncode != 0 and 'shares the study' in refused.stderr and '--storage' in refused.stderr
