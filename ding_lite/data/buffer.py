@@ -5,7 +5,6 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
 from easydict import EasyDict
 from torch import Tensor
@@ -13,31 +12,12 @@ from torch import Tensor
 from ..registry import BUFFER_REGISTRY, import_names
 from ..utils.checkpoint import load_file, save_file
 from ..utils.default_config import ConfigError, ConfigWarning, class_default_config, with_defaults
-from ..utils.device import resolve_device, to_device
+from ..utils.device import available_memory, resolve_device, staged
 from .collate import Batch, batch_len, default_collate, flatten_batch, unflatten_batch
+from .sequence_links import SequenceLinks
 
 BUFFER_FILE_VERSION = 2
 BUFFER_KIND = 'ding_lite.replay_buffer'
-
-
-def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], torch.dtype],
-           device: torch.device) -> dict[tuple[str, ...], Tensor]:
-    """``flat``'s fields as ``dtypes`` on ``device``. Host fields bound for another device travel as one copy per
-    dtype (the fields one after another, each a contiguous piece of it there) instead of one per field: a
-    transition's obs, action, reward and next obs make one host-to-device copy, not four, and it does not wait for
-    the device's queued work."""
-    out, groups = {}, {}
-    for path, value in flat.items():
-        if value.device == device or device.type == 'cpu':
-            out[path] = value.to(device, dtypes[path])
-        else:
-            groups.setdefault(dtypes[path], []).append(path)
-    for dtype, paths in groups.items():
-        parts = [flat[p].to(dtype).reshape(-1) for p in paths]
-        packed = to_device(parts[0] if len(parts) == 1 else torch.cat(parts), device)
-        for path, part in zip(paths, packed.split([t.numel() for t in parts])):
-            out[path] = part.view(flat[path].shape)
-    return out
 
 
 @BUFFER_REGISTRY.register('naive')
@@ -98,8 +78,7 @@ class ReplayBuffer:
         self._ahead: list[dict[tuple[str, ...], Tensor]] = []  # batches drawn already, the next one last
 
     def push(self, data: list[dict] | dict | Batch, cur_collector_envstep: int = -1) -> None:
-        """Append a list of transitions or a batch (leading dim = transitions); the env step is DI-engine's and
-        unused."""
+        """Append a list of transitions or a batch (leading dim = transitions); the env step is DI-engine's, unused."""
         if isinstance(data, (list, tuple)):
             if not data:
                 return
@@ -152,8 +131,7 @@ class ReplayBuffer:
         self._count = min(self._count + n, self.size)
 
     def _writes_slices(self, end: int) -> bool:
-        """Whether a push up to slot ``end`` is a slice of each field: no wrap, no sequence links, no per-slot state
-        of a subclass to keep."""
+        """Whether a push up to slot ``end`` is a slice of each field: no wrap, sequence links or per-slot state."""
         return end <= self.size and self._links is None and type(self)._on_write is ReplayBuffer._on_write
 
     def _write_slices(self, values: dict[tuple[str, ...], Tensor], end: int) -> None:
@@ -181,6 +159,10 @@ class ReplayBuffer:
             rows = {path: value.unflatten(0, (self._ahead_n, batch_size)).unbind(0) for path, value in block.items()}
             self._ahead = [{path: value[k] for path, value in rows.items()} for k in reversed(range(self._ahead_n))]
         return unflatten_batch(self._ahead.pop())
+
+    def draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:
+        """``_draw``: the slots a sample reads, by this buffer's rule, and the fields it adds."""
+        return self._draw(batch_size)
 
     def _draw(self, batch_size: int) -> tuple[Tensor, dict[str, Tensor]]:
         """The slots a sample of ``batch_size`` reads, and the fields it adds (a prioritized buffer's weights)."""
@@ -220,6 +202,43 @@ class ReplayBuffer:
     def _on_write(self, index: Tensor, flat: dict[tuple[str, ...], Tensor]) -> None:
         """Hook for subclasses that track per-slot state (priorities, episodes): ``index`` the slots written, in
         order, ``flat`` the pushed fields as given (before their move to the buffer's device)."""
+
+    @property
+    def storage(self) -> dict[tuple[str, ...], Tensor]:
+        """Each field's storage ``[size, ...]`` by path (empty before the first push; ``share_storage`` changes it)."""
+        return dict(self._storage)
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """``(the next slot written, the transitions kept)``."""
+        return self._ptr, self._count
+
+    def write_through(self) -> None:
+        """Write every push into the storage at once from now on (no rows kept waiting: ``push_chunk`` 1)."""
+        self.flush()
+        self._chunk = 1
+
+    def share_storage(self, tensors: dict[tuple[str, ...], Tensor]) -> None:
+        """Keep the fields ``tensors`` names in them (views into a larger tensor, of each field's shape and dtype)."""
+        for path, tensor in tensors.items():
+            own = self._storage[path]
+            if tensor.shape != own.shape or tensor.dtype != own.dtype:
+                raise ValueError(f"share_storage: field {'.'.join(path)!r} is {tuple(own.shape)} {own.dtype}, got "
+                                 f"{tuple(tensor.shape)} {tensor.dtype}")
+            self._storage[path] = tensor
+
+    def writes_slice(self, n: int) -> bool:
+        """Whether the next ``n`` rows go to one slice of each field (no wrap, no per-slot state to keep)."""
+        return self._writes_slices(self._ptr + n)
+
+    def check_schema(self, flat: dict[tuple[str, ...], Tensor]) -> None:
+        """``ValueError`` where the flat fields ``flat`` (transitions) are not the buffer's fields and shapes."""
+        self._check_schema(flat)
+
+    def advance(self, n: int) -> None:
+        """Count ``n`` rows written into ``writes_slice``'s slice from outside (into ``storage``)."""
+        self._ptr = (self._ptr + n) % self.size
+        self._count = min(self._count + n, self.size)
 
     def count(self) -> int:
         """Transitions pushed and kept (those still waiting to be written included)."""
@@ -359,64 +378,6 @@ class ReplayBuffer:
 
     def _load_extra_state(self, extra: dict[str, Any], slots: Tensor) -> None:
         """Restore ``_extra_state``: its per-slot entries now belong to ``slots``."""
-
-
-class SequenceLinks:
-    """Which slot holds the next step of the same env's episode (-1: none yet, or the episode ended), kept as
-    transitions are written and overwritten; ``follow`` walks them on the buffer's device."""
-
-    def __init__(self, size: int, device: torch.device) -> None:
-        self._next, self._prev = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
-        self._env_of = np.full(size, -1, np.int64)
-        self._last: dict[int, int] = {}  # env id -> the slot of its newest step
-        self.next = torch.full((size,), -1, dtype=torch.long, device=device)
-
-    def write(self, slots: Tensor, env_id: Tensor, episode_start: Tensor) -> None:
-        """Link ``slots`` (in the order written) after each env's previous step, unless it starts an episode."""
-        nxt, prev, touched = self._next, self._prev, []
-        for slot, env, start in zip(slots.tolist(), env_id.reshape(-1).tolist(), episode_start.reshape(-1).tolist()):
-            if prev[slot] >= 0:  # the overwritten step's neighbours lose it
-                nxt[prev[slot]] = -1
-                touched.append(prev[slot])
-            if nxt[slot] >= 0:
-                prev[nxt[slot]] = -1
-            if self._last.get(self._env_of[slot]) == slot:
-                del self._last[self._env_of[slot]]
-            last = self._last.get(env, -1)
-            prev[slot], nxt[slot] = (-1 if start else last), -1
-            if not start and last >= 0:
-                nxt[last] = slot
-                touched.append(last)
-            self._last[env], self._env_of[slot] = slot, env
-            touched.append(slot)
-        index = torch.as_tensor(touched, dtype=torch.long)
-        self.next[index.to(self.next.device)] = torch.from_numpy(nxt[index.numpy()]).to(self.next.device)
-
-    def follow(self, first: Tensor, steps: int) -> tuple[Tensor, Tensor]:
-        """``(slots [B, steps], mask [B, steps])`` from ``first``: past an episode's end (or its newest step) the
-        last slot repeats and the mask is False."""
-        slots, mask = [first], [torch.ones_like(first, dtype=torch.bool)]
-        for _ in range(steps - 1):
-            nxt = self.next[slots[-1]]
-            ok = mask[-1] & (nxt >= 0)
-            slots.append(torch.where(ok, nxt, slots[-1]))
-            mask.append(ok)
-        return torch.stack(slots, 1), torch.stack(mask, 1)
-
-
-def available_memory(device: torch.device) -> int | None:
-    """Bytes free for new tensors on ``device``: the GPU's free memory, or Linux's ``MemAvailable`` (None where
-    unknown)."""
-    if device.type == 'cuda':
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        with open('/proc/meminfo') as f:
-            for line in f:
-                if line.startswith('MemAvailable:'):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def _amortised(cfg: EasyDict, key: str, device: torch.device) -> int:

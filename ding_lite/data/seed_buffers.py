@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .buffer import ReplayBuffer, staged
+from ..utils.device import staged
+from .buffer import ReplayBuffer
 
 
 class SeedBuffers:
@@ -15,33 +16,32 @@ class SeedBuffers:
     def __init__(self, buffers: list[ReplayBuffer]) -> None:
         self.buffers = list(buffers)
         for buffer in self.buffers:  # pushed together from here on: no rows left waiting, none kept back
-            buffer.flush()
-            buffer._chunk = 1
+            buffer.write_through()
         first = self.buffers[0]
         if len({(type(b), b.size, b.device) for b in self.buffers}) > 1:
             raise ValueError("the seeds' buffers differ in class, size or device; they cannot share one tensor")
-        schema = {path: (v.shape, v.dtype) for path, v in first._storage.items()}
+        schema = {path: (v.shape, v.dtype) for path, v in first.storage.items()}
         if not schema or any(len(path) > 1 for path in schema) or any(
-                {path: (v.shape, v.dtype) for path, v in b._storage.items()} != schema for b in self.buffers):
+                {path: (v.shape, v.dtype) for path, v in b.storage.items()} != schema for b in self.buffers):
             raise ValueError("the seeds' buffers must hold the same flat fields to share one tensor")
         self._stacked: dict[str, Tensor] = {}
         for path in schema:
-            stacked = torch.stack([b._storage[path] for b in self.buffers])
+            stacked = torch.stack([b.storage[path] for b in self.buffers])
             for k, buffer in enumerate(self.buffers):
-                buffer._storage[path] = stacked[k]
+                buffer.share_storage({path: stacked[k]})
             self._stacked[path[0]] = stacked.flatten(0, 1)  # [S * size, ...]: seed k's slot i at k * size + i
-        self._views = [dict(b._storage) for b in self.buffers]
+        self._views = [b.storage for b in self.buffers]
 
     def intact(self) -> bool:
         """Whether every buffer still holds its views (a buffer that reallocated, by loading a file of another
         schema, has left the shared tensors)."""
-        return all(all(b._storage.get(p) is v for p, v in views.items()) and len(b._storage) == len(views)
+        return all(b.storage.keys() == views.keys() and all(b.storage[p] is v for p, v in views.items())
                    for b, views in zip(self.buffers, self._views))
 
     def sample(self, seeds: list[int], batch_size: int) -> dict[str, Tensor]:
         """``batch_size`` transitions of each of ``seeds`` (positions in ``buffers``): ``{field: [len(seeds),
         batch_size, ...]}``, each seed's drawn by its own buffer's rule."""
-        draws = [self.buffers[k]._draw(batch_size) for k in seeds]
+        draws = [self.buffers[k].draw(batch_size) for k in seeds]
         size = self.buffers[0].size
         index = torch.stack([slots + k * size for k, (slots, _) in zip(seeds, draws)]).flatten()
         fields = {key: storage.index_select(0, index).unflatten(0, (len(seeds), batch_size))
@@ -56,20 +56,18 @@ class SeedBuffers:
         batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then."""
         first = self.buffers[0]
         n = len(batches[0]['reward']) if 'reward' in batches[0] else 0
-        alike = 0 < n and first._writes_slices(first._ptr + n) and self.intact() and \
-            len({(b._ptr, b._count) for b in self.buffers}) == 1 and \
+        alike = 0 < n and first.writes_slice(n) and self.intact() and len({b.cursor for b in self.buffers}) == 1 and \
             all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches)
         if not alike:
             return False
         rows = {(key,): torch.stack([torch.as_tensor(batch[key]) for batch in batches]).flatten(0, 1)
                 for key in self._stacked}
-        first._check_schema({path: value[:n] for path, value in rows.items()})  # (one schema: the rows stacked)
+        first.check_schema({path: value[:n] for path, value in rows.items()})  # (one schema: the rows stacked)
         values = staged(rows, {(key,): v.dtype for key, v in self._stacked.items()}, first.device)
-        start, seeds = first._ptr, len(self.buffers)
+        start, seeds = first.cursor[0], len(self.buffers)
         for (key,), value in values.items():
             storage = self._stacked[key].unflatten(0, (seeds, first.size))
             storage[:, start:start + n].copy_(value.unflatten(0, (seeds, n)))
         for buffer in self.buffers:
-            buffer._ptr = (start + n) % buffer.size
-            buffer._count = min(buffer._count + n, buffer.size)
+            buffer.advance(n)
         return True

@@ -6,6 +6,7 @@ import warnings
 from typing import Any, Callable, Iterator
 
 import torch
+from torch import Tensor
 
 
 def resolve_device(cuda: bool, device: str | None = None) -> str:
@@ -63,3 +64,38 @@ def outputs_to_host(output: dict[str, Any], wait: Callable[[], None]) -> dict[st
 
 def _to_host(value: Any) -> Any:
     return value.to('cpu', non_blocking=True) if isinstance(value, torch.Tensor) else value
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for new tensors on ``device``: the GPU's free memory, or Linux's ``MemAvailable`` (None where
+    unknown)."""
+    if device.type == 'cuda':
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def staged(flat: dict[tuple[str, ...], Tensor], dtypes: dict[tuple[str, ...], torch.dtype],
+           device: torch.device) -> dict[tuple[str, ...], Tensor]:
+    """``flat``'s fields as ``dtypes`` on ``device``. Host fields bound for another device travel as one copy per
+    dtype (the fields one after another, each a contiguous piece of it there) instead of one per field: a
+    transition's obs, action, reward and next obs make one host-to-device copy, not four, and it does not wait for
+    the device's queued work."""
+    out, groups = {}, {}
+    for path, value in flat.items():
+        if value.device == device or device.type == 'cpu':
+            out[path] = value.to(device, dtypes[path])
+        else:
+            groups.setdefault(dtypes[path], []).append(path)
+    for dtype, paths in groups.items():
+        parts = [flat[p].to(dtype).reshape(-1) for p in paths]
+        packed = to_device(parts[0] if len(parts) == 1 else torch.cat(parts), device)
+        for path, part in zip(paths, packed.split([t.numel() for t in parts])):
+            out[path] = part.view(flat[path].shape)
+    return out

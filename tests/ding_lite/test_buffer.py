@@ -207,7 +207,7 @@ def test_di_engine_extra_arguments_and_create_buffer():
 
 
 def test_staged_fields_travel_as_one_copy_per_dtype_and_arrive_unchanged(monkeypatch):
-    from ding_lite.data.buffer import staged
+    from ding_lite.utils.device import staged
     flat = {('obs',): torch.randn(3, 2, 2), ('action',): torch.randn(3, 1), ('reward',): torch.randn(3),
             ('done',): torch.tensor([True, False, True])}
     dtypes = {('obs',): torch.float32, ('action',): torch.float32, ('reward',): torch.float32, ('done',): torch.bool}
