@@ -1,30 +1,26 @@
-"""DI-engine style two-part configs: read, strictly compile against registered defaults, save (what features need
-of each other is checked in ``config_checks``)."""
+"""DI-engine style two-part configs compiled against the registered classes' defaults. Reading and saving a config
+file is ``config_files``', the strict merge ``config_merge``'s, what features need of each other ``config_checks``';
+this module hands their public names on."""
 from __future__ import annotations
 
-import ast
 import copy
-import importlib.util
 import os
-import pprint
 import re
-import sys
 import time
-import traceback
 import uuid
 import warnings
-from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from easydict import EasyDict
 
 from .capabilities import Pipeline, check as check_capabilities
 from .config_checks import agent_id_input, check_agent_axis, check_batch_fits, check_env_id, check_priority, \
     her_buffer_type, info_stats_spec, multi_agent_type, reward_clip_bounds
+from .config_files import CREATE_PARTS, apply_overrides, parse_overrides, read_config, save_config
+from .config_merge import ALSO_NAMED, LEGACY_KEYS, check_free_values, merge_strict
 from .registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, MODEL_REGISTRY, \
-    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, closest_match, defining_module, \
-    did_you_mean, import_names, module_folder
-from .utils.checkpoint import atomic_write_text
+    POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY, defining_module, did_you_mean, \
+    import_names, module_folder
 from .utils.curriculum import parse_environment_parameters
 from .utils.default_config import ConfigError, ConfigWarning, LazyDocs, class_default_config, config_docs, \
     deep_merge, docs_of
@@ -69,222 +65,11 @@ class LoggerSection:
 
 
 PARALLEL_CONFIG = ParallelSection.config
-# Leaf values checked wherever they appear: name -> (predicate, what is expected).
-_VALUE_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    **{
-        name: (lambda v: v > 0, 'a positive number')
-        for name in (
-            'batch_size', 'n_sample', 'n_episode', 'update_per_collect', 'replay_buffer_size', 'unroll_len',
-            'collector_env_num', 'evaluator_env_num', 'n_evaluator_episode', 'env_num', 'learning_rate',
-            'learning_rate_q', 'learning_rate_policy', 'learning_rate_alpha', 'eval_freq',
-        )
-    },
-    'discount_factor': (lambda v: 0 < v <= 1, 'a number in (0, 1]'),
-    'target_theta': (lambda v: 0 < v <= 1, 'a number in (0, 1]'),
-    'random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
-    'expert_random_collect_size': (lambda v: v >= 0, 'a number >= 0'),
-    'nstep': (lambda v: v == 1, '1 (ding_lite computes one-step TD targets)'),
-    'collector_num': (lambda v: v > 0, 'a positive number'),
-    'num_cpus_per_collector': (lambda v: v > 0, 'a positive number'),
-    'weight_sync_interval': (lambda v: v > 0, 'a positive number'),
-    'max_actor_restarts': (lambda v: v >= 0, 'a number >= 0'),
-}
-
-# Keys of DI-engine's dizoo configs that no ding_lite class declares, so that those configs run unchanged.
-# A key with a note keeps its value in the compiled config, where the note says what reads it; a key with
-# None is dropped with one warning naming it. Any other undeclared key stays a ConfigError.
-LEGACY_KEYS: dict[str, str | None] = {
-    'policy.learn.reparameterization': None,      # DI-engine no longer reads it; SAC always reparameterises
-    'policy.nstep': None,                          # must be 1: one-step TD targets
-    'policy.discount_factor': None,                # DI-engine reads policy.learn.discount_factor
-    'policy.expert_random_collect_size': "serial_pipeline_sqil: the online expert's transitions before training",
-    'policy.collect.save_path': 'collect_demo_data: the demonstration file when expert_data_path is not given',
-    'policy.collect.state_dict_path': "collect_demo_data: the expert's checkpoint when none is given",
-    'policy.learn.learner.load_path': "collect_demo_data: the expert's checkpoint (where DI-engine reads it)",
-    'policy.collect.data_type': None,              # demonstrations are always ding_lite demonstration files
-    'policy.collect.data_path': "serial_pipeline_offline: the data file where policy.learn.data_path is None "
-                                "(DI-engine's place for it)",
-    'policy.learn.train_epoch': "serial_pipeline_offline: its budget in passes over the data, ceil(rows / batch_size) "
-                                "learn steps each, where max_train_iter is not given",
-    'env.manager.shared_memory': None,             # the subprocess manager's options, given to another manager
-    'env.manager.reset_inplace': None,
-    'env.manager.context': None,
-    'policy.learn.ignore_down': None,              # DI-engine's MASAC config misspells ignore_done; neither reads it
-}
 _DI_ENGINE_PACKAGES = ('dizoo.', 'ding.')
-_CREATE_PARTS = {'env': ENV_REGISTRY, 'env_manager': ENV_MANAGER_REGISTRY, 'policy': POLICY_REGISTRY,
-                 'replay_buffer': BUFFER_REGISTRY}
 # (field, key, registry, default type) of the worker sub-configs filled under policy
 _WORKERS = (('learn', 'learner', LEARNER_REGISTRY, 'base'),
             ('collect', 'collector', SERIAL_COLLECTOR_REGISTRY, 'sample'),
             ('eval', 'evaluator', SERIAL_EVALUATOR_REGISTRY, 'interaction'))
-
-
-def read_config(path: str) -> tuple[EasyDict, EasyDict]:
-    """Load ``main_config`` and ``create_config`` from a ``.py`` config file."""
-    path = os.path.abspath(os.path.expanduser(str(path)))
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"config file not found: {path}")
-    if not path.endswith('.py'):
-        raise ConfigError(f"config file must be a .py file exposing main_config and create_config, got {path}")
-    if os.path.dirname(path) not in sys.path:  # the config's import_names may name modules beside it
-        sys.path.append(os.path.dirname(path))
-    spec = importlib.util.spec_from_file_location(f'_ding_lite_cfg_{uuid.uuid4().hex}', path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)  # a config file is Python: it runs as code
-    except Exception as error:
-        line = getattr(error, 'lineno', None) or _error_line(error, path)
-        raise ConfigError(f"config file {path} failed to import{f' (line {line})' if line else ''}: "
-                          f"{type(error).__name__}: {error}") from error
-    missing = [name for name in ('main_config', 'create_config') if not hasattr(module, name)]
-    if missing:
-        raise ConfigError(f"config file {path} does not define {', '.join(missing)}; expected both "
-                          f"main_config and create_config (DI-engine form)")
-    return EasyDict(copy.deepcopy(module.main_config)), EasyDict(copy.deepcopy(module.create_config))
-
-
-def _error_line(error: BaseException, path: str) -> int | None:
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
-    return frames[-1].lineno if frames else None
-
-
-_CREATE_KEYS = ('type', 'import_names')
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``['policy.learn.batch_size=512', ...]`` (``--set``) as ``{dotted key: value}``; each value is a Python
-    literal (``512``, ``3e-4``, ``True``, ``[64, 64]``, ``None``), and anything else is taken as a string."""
-    overrides = {}
-    for item in items:
-        key, sep, text = item.partition('=')
-        if not sep or not key.strip() or ' ' in key.strip():
-            raise ConfigError(f"--set takes KEY=VALUE, e.g. policy.learn.batch_size=512 or create.env.type=pendulum; "
-                              f"got {item!r}")
-        try:
-            overrides[key.strip()] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            overrides[key.strip()] = text.strip()  # a bare word: Pendulum-v1, sac, cpu
-    return overrides
-
-
-def apply_overrides(main_cfg: dict, create_cfg: dict, overrides: dict[str, Any] | None) -> tuple[EasyDict, EasyDict]:
-    """Copies of the two configs with each ``{dotted key: value}`` set (``create.``-prefixed keys in
-    ``create_config``, the rest in ``main_config``); ``compile_config`` then checks them as if written in the file."""
-    main_cfg, create_cfg = EasyDict(copy.deepcopy(dict(main_cfg))), EasyDict(copy.deepcopy(dict(create_cfg or {})))
-    for key, value in (overrides or {}).items():
-        create = key.startswith('create.')
-        parts = key[len('create.'):].split('.') if create else key.split('.')
-        if create and not (len(parts) == 1 and parts[0] == 'import_names' or
-                           len(parts) == 2 and parts[0] in _CREATE_PARTS and parts[1] in _CREATE_KEYS):
-            raise ConfigError(f"unknown create_config key {key!r}; expected create.<part>.type or "
-                              f"create.<part>.import_names with part one of {', '.join(_CREATE_PARTS)}")
-        node = create_cfg if create else main_cfg
-        for i, part in enumerate(parts[:-1]):
-            if node.get(part) is None:
-                node[part] = EasyDict()
-            elif not isinstance(node[part], dict):
-                raise ConfigError(f"override {key!r}: {'.'.join(parts[:i + 1])!r} is {node[part]!r}, not a section")
-            node = node[part]
-        node[parts[-1]] = value
-    return main_cfg, create_cfg
-
-
-def merge_strict(default: dict, user: dict, path: str = '', docs: Mapping[str, str] | None = None) -> EasyDict:
-    """Deep-merge ``user`` over ``default``; unknown keys and wrong types raise ``ConfigError``, whose
-    did-you-mean quotes the suggested key's description from ``docs`` (``{full dotted path: text}``).
-
-    DI-engine's legacy keys (``LEGACY_KEYS``) are kept or dropped with a warning instead.
-    """
-    merged = EasyDict(copy.deepcopy(dict(default)))
-    for key, value in user.items():
-        full = f"{path}.{key}" if path else str(key)
-        if key in default:
-            merged[key] = _merge_value(default[key], value, full, docs)
-        elif full in LEGACY_KEYS:
-            _check_value(value, full)
-            if LEGACY_KEYS[full] is not None:
-                merged[key] = copy.deepcopy(value)
-            else:
-                warnings.warn(f"config key {full!r} is a DI-engine key that ding_lite does not use; ignored",
-                              ConfigWarning, stacklevel=2)
-        else:
-            close = closest_match(key, default)
-            suggestion = f"{path}.{close}" if path and close else close
-            about = f" ({(docs or {})[suggestion]})" if suggestion in (docs or {}) else ''
-            hint = f" did you mean {suggestion!r}?{about}" if close else ' no similar key is declared.'
-            raise ConfigError(f"unknown config key {full!r};{hint} "
-                              f"declared here: {', '.join(sorted(map(str, default))) or '(none)'}")
-    return merged
-
-
-def _merge_value(default: Any, value: Any, path: str, docs: Mapping[str, str] | None = None) -> Any:
-    if isinstance(default, dict):
-        if not isinstance(value, dict):
-            raise ConfigError(f"config key {path!r} must be a dict, got {value!r}")
-        return merge_strict(default, value, path, docs) if default else EasyDict(copy.deepcopy(value))
-    value = _check_type(default, value, path)
-    _check_value(value, path)
-    return copy.deepcopy(value)
-
-
-# keys whose value may also be a list of values of their default's type (several checkpoints to load; a gamma per
-# dimension of a multi-dimensional reward)
-ALSO_A_LIST = ('learn.learner.hook.load_ckpt_before_run', 'learn.discount_factor')
-# keys whose value may also be one of these names (policy.collect.overlap: True, False, or a named form)
-ALSO_NAMED = {'collect.overlap': ('auto', 'process', 'stream')}
-
-
-def _check_type(default: Any, value: Any, path: str) -> Any:
-    if default is None or value is None:
-        return value
-    if isinstance(value, (list, tuple)) and path.endswith(ALSO_A_LIST) and value:
-        return [_check_type(default, item, f"{path}[{i}]") for i, item in enumerate(value)]
-    names = next((names for key, names in ALSO_NAMED.items() if path.endswith(key)), ())
-    if isinstance(value, str) and value in names:
-        return value
-    expected = type(default)
-    if expected is bool:
-        ok = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
-        return _typed(ok, bool(value) if ok else value, path,
-                      'a bool' + (f" or one of {', '.join(map(repr, names))}" if names else ''))
-    if expected is int:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return _typed(isinstance(value, int) and not isinstance(value, bool), value, path, 'an int')
-    if expected is float:
-        return _typed(isinstance(value, (int, float)) and not isinstance(value, bool), value, path, 'a number')
-    if expected is str:
-        return _typed(isinstance(value, str), value, path, 'a str')
-    if expected in (list, tuple):
-        return _typed(isinstance(value, (list, tuple)), value, path, 'a list or tuple')
-    return value
-
-
-def _typed(ok: bool, value: Any, path: str, expected: str) -> Any:
-    if not ok:
-        raise ConfigError(f"config key {path!r} must be {expected}, got {value!r} ({type(value).__name__})")
-    return value
-
-
-def _check_value(value: Any, path: str) -> None:
-    if isinstance(value, list) and path.endswith(ALSO_A_LIST):
-        for i, item in enumerate(value):
-            _check_value(item, f"{path}[{i}]")
-        return
-    rule = _VALUE_RULES.get(path.rsplit('.', 1)[-1].split('[')[0])
-    if rule and isinstance(value, (int, float)) and not isinstance(value, bool) and not rule[0](value):
-        raise ConfigError(f"config key {path!r} must be {rule[1]}, got {value!r}")
-
-
-def _check_free_values(tree: dict, path: str) -> None:
-    """Apply the value rules inside free-form sub-configs (env) too."""
-    for key, value in tree.items():
-        full = f"{path}.{key}"
-        if isinstance(value, dict):
-            _check_free_values(value, full)
-        else:
-            _check_value(value, full)
 
 
 def _type_of(create_cfg: dict, main_part: dict, part: str, fallback: str | None = None) -> str | None:
@@ -304,7 +89,7 @@ def _import_create_names(create_cfg: dict) -> list[str]:
     for name, part, type_ in names:
         if not name.startswith(_DI_ENGINE_PACKAGES):
             continue
-        if part in _CREATE_PARTS and type_ is not None and type_ in _CREATE_PARTS[part]:
+        if part in CREATE_PARTS and type_ is not None and type_ in CREATE_PARTS[part]:
             skipped.append(f"{name} ({part} {type_!r})")
         else:
             import_names([name])
@@ -503,7 +288,7 @@ def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
         env.manager = merge_strict(EasyDict(manager_cls.default_config()), env.get('manager') or {}, 'env.manager',
                                    docs_of(manager_cls, 'env.manager.'))
         getattr(manager_cls, 'check_config', lambda cfg: None)(env.manager)
-    _check_free_values(env, 'env')
+    check_free_values(env, 'env')
     check_env_id(env.get('env_id'))
     reward_clip_bounds(env.get('reward_clip'))
     info_stats_spec(env.get('info_stats'))
@@ -529,38 +314,6 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
     return parallel
 
 
-def save_config(cfg: dict, path: str, overrides: dict[str, Any] | None = None,
-                title: str = 'Compiled by ding_lite.compile_config') -> None:
-    """Write ``cfg`` as a runnable ``total_config.py`` that ``read_config`` loads back equal (atomic); the
-    ``overrides`` it was compiled with are listed in a comment (their values are in the config)."""
-    main = _plain({k: v for k, v in cfg.items() if k != 'create_config'}, 'main_config')
-    create = _plain(cfg.get('create_config') or {}, 'create_config')
-    noted = ''.join(f"#   --set {k}={v!r}\n" for k, v in (overrides or {}).items())
-    if overrides is None and os.path.isfile(path):  # saved again (shapes read from the env): keep its note
-        with open(path) as f:
-            noted = ''.join(line for line in f if line.startswith('#   --set '))
-    text = (f'"""{title}; re-run with: ding_lite -m serial -c THIS_FILE"""\n'
-            + (f"# overrides (--set) applied over the config file:\n{noted}" if noted else '') +
-            'from math import inf, nan  # noqa: F401 (non-finite values print as inf / nan)\n\n'
-            f"main_config = {pprint.pformat(main, width=110, sort_dicts=False)}\n\n"
-            f"create_config = {pprint.pformat(create, width=110, sort_dicts=False)}\n")
-    atomic_write_text(path, text)
-
-
-def _plain(obj: Any, path: str) -> Any:
-    """``obj`` as plain dicts, lists and Python scalars, so that its ``repr`` is valid source."""
-    if isinstance(obj, dict):
-        return {k: _plain(v, f'{path}.{k}') for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_plain(v, f'{path}[{i}]') for i, v in enumerate(obj))
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    if hasattr(obj, 'item') and getattr(obj, 'ndim', 1) == 0:  # numpy / torch scalars
-        return obj.item()
-    raise ConfigError(f"config value at {path!r} cannot be saved as Python source: {obj!r} ({type(obj).__name__}); "
-                      f"use plain numbers, strings, lists and dicts")
-
-
-__all__ = ['ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'LoggerSection',
+__all__ = ['ALSO_NAMED', 'ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'LoggerSection',
            'read_config', 'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict',
            'deep_merge', 'class_default_config', 'policy_default_config']
