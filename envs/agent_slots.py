@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
-from .env_manager import BaseEnvManager, batch_of_timesteps, check_ready
+from .env_manager import BaseEnvManager
+from .timestep_columns import batch_of_timesteps, check_ready
 
 
 class AgentSlots:

@@ -15,7 +15,7 @@ from ding_lite.utils.default_config import ConfigError, class_default_config, wi
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .adapt import ObsAdapter
 from .from_gym import adapted_env
-from .env_manager import check_ready
+from .timestep_columns import check_ready
 from .gymnasium_env import ActionScaler, GymnasiumEnv
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,8 @@ from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
-from .env_manager import BaseEnvManager, batch_of_timesteps
+from .env_manager import BaseEnvManager
+from .timestep_columns import batch_of_timesteps
 
 logger = logging.getLogger(__name__)
 

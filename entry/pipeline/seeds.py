@@ -16,12 +16,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 from easydict import EasyDict
-from torch import Tensor, nn
+from torch import nn
 
-from ding_lite.config import ConfigError, apply_overrides, read_config, reward_clip_bounds
-from ding_lite.data import ReplayBuffer
-from ding_lite.data.seed_buffers import SeedBuffers
-from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
+from ding_lite.config import ConfigError, apply_overrides, read_config
+from ding_lite.worker import SampleSerialCollector
 from ding_lite.worker.collector import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
@@ -29,8 +27,9 @@ from policy_zoo import HybridSACPolicy, Policy, get_policy_cls
 from ..kit.config_input import compile_input, compile_run
 from ..kit.cpu_threads import CpuThreads, learner_threads
 from ..kit.env_check import acts_hybrid
-from ..kit.life_cycle import RunProgress, after_run, graceful_interrupt, log_times, starting, summarise
-from .seed_axis import Fields, SeedAxis, why_not_vectorised
+from ..kit.life_cycle import RunProgress, graceful_interrupt, log_times, starting
+from .seed_axis import why_not_vectorised
+from .seed_group import SeedGroup
 from ..kit.run_parts import random_collect_together, store
 from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, needs_warm_up, show_eval, \
     store_round, train_reward_models, warm_up
@@ -160,7 +159,7 @@ def _train(runs: list[SimpleNamespace], max_train_iter: int, max_env_step: int, 
     for run in runs:
         run.max_train_iter = begin_run(run.cfg, run, max_train_iter, max_env_step)
         run.logged = run.learner.train_iter
-    seeds = _Seeds(runs)
+    seeds = SeedGroup(runs)
     with graceful_interrupt() as interrupted:
         _warm_up(runs)
         first = runs[0]
@@ -256,9 +255,9 @@ class _SeedBar:
         self._bar.set_postfix(eval_return=' '.join(f"seed{k} {v}" for k, v in shown.items()) if shown else eval_return)
 
 
-def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: threading.Event) -> None:
+def _collect_round(seeds: SeedGroup, bars: dict[int, _SeedBar], interrupted: threading.Event) -> None:
     """Each seed due a collect round: its evaluation if due, then its collection. Where the seeds share an axis,
-    one eval forward and one collect forward act for every seed's envs at each env step (``_Seeds.joint``); else
+    one eval forward and one collect forward act for every seed's envs at each env step (``SeedGroup.joint``); else
     each seed runs its round alone, on its own random stream."""
     due = [run for run in seeds.active if run.loop.updates_left == 0]
     evaluating = [run for run in due if run.evaluator.should_eval(run.learner.train_iter)] \
@@ -282,7 +281,7 @@ def _collect_round(seeds: _Seeds, bars: dict[int, _SeedBar], interrupted: thread
         store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)), pushed)
 
 
-def _evaluate_together(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
+def _evaluate_together(seeds: SeedGroup, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
                        ) -> list[SimpleNamespace]:
     """One evaluation of each of ``runs`` (seeds that share an axis) through one eval forward per env step; the runs
     that reached their stop value."""
@@ -297,7 +296,7 @@ def _evaluate_together(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[in
     return stopped
 
 
-def _final_evaluations(seeds: _Seeds, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
+def _final_evaluations(seeds: SeedGroup, runs: list[SimpleNamespace], bars: dict[int, _SeedBar]
                        ) -> list[SimpleNamespace]:
     """The last weights of seeds that used their budget, evaluated (together where they share an axis; a seed
     evaluated at this iteration already is not again); the seeds that reached their stop value."""
@@ -320,7 +319,7 @@ def _phase(runs: list[SimpleNamespace], name: str) -> Iterator[None]:
         yield
 
 
-def _learn_round(seeds: _Seeds, interrupted: threading.Event) -> None:
+def _learn_round(seeds: SeedGroup, interrupted: threading.Event) -> None:
     """The seeds' learn steps of this round in lockstep (they collect alike); a seed whose buffer holds less than
     a batch ends its round, as a single run's does."""
     while not interrupted.is_set():
@@ -349,105 +348,3 @@ def _log_times(run: SimpleNamespace) -> None:
         run.logged = run.learner.train_iter
         log_times(run.cfg, run.tb_logger, run.logged, run.timer.report(run.collector.envstep, run.logged),
                   run.collector.envstep)
-
-
-class _Seeds:
-    """The seeds still training and the ``SeedAxis`` over them (none while one seed is left: it trains alone)."""
-
-    def __init__(self, runs: list[SimpleNamespace]) -> None:
-        self.active = list(runs)
-        self._buffer_runs: list[SimpleNamespace] = []  # the seeds whose buffers share the tensors, in their order
-        self._buffers: SeedBuffers | None | bool = None  # built at the first sample; False: the seeds cannot share
-        for run in runs:
-            run.own_forward = run.learner.policy.forward  # the seed's learn step, while it trains alone
-        self._axis: SeedAxis | None = None
-        self._stale = True  # stacked at the first update: seeds that ended before it never are
-
-    def sample(self, runs: list[SimpleNamespace], batch_size: int) -> list[Any] | Fields:
-        """The seeds' batches: one gather from the buffers' shared tensors (``[S, B, ...]`` fields) where every
-        seed samples its buffer plainly and the seeds share an update; else each seed's own sampler."""
-        if self._stale:
-            self._restack()
-        buffers = self._shared_buffers() if self._axis is not None else None
-        if buffers is None:
-            return [run.sample(batch_size) for run in runs]
-        seat = {id(run): k for k, run in enumerate(self._buffer_runs)}
-        return Fields(buffers.sample([seat[id(run)] for run in runs], batch_size))
-
-    def push(self, runs: list[SimpleNamespace], batches: list[dict[str, Any]]) -> bool:
-        """Every seed's collected batch in one push where their buffers share the tensors (as sampling made them)
-        and stand alike, and no reward clip changes what is stored; False where each seed's ``store`` pushes its
-        own."""
-        buffers = self._buffers
-        if self._stale or self._axis is None or not buffers or \
-                [id(run) for run in runs] != [id(run) for run in self._buffer_runs] or \
-                any(reward_clip_bounds(run.cfg.env.get('reward_clip')) is not None for run in runs):
-            return False
-        return buffers.push_all(batches)
-
-    def _shared_buffers(self) -> SeedBuffers | None:
-        if self._buffers is False:
-            return None
-        if self._buffers is None or not self._buffers.intact():
-            self._buffer_runs = list(self.active)  # (a resumed seed that had stopped may hold no transitions)
-            plain = all(getattr(run.sample, '__self__', None) is run.buffer and
-                        type(run.buffer).sample is ReplayBuffer.sample for run in self._buffer_runs)
-            try:
-                self._buffers = SeedBuffers([run.buffer for run in self._buffer_runs]) if plain else False
-            except ValueError:  # fields of another form (nested): each seed samples its own
-                self._buffers = False
-        return self._buffers or None
-
-    def update(self, runs: list[SimpleNamespace], batches: list[Any] | Fields) -> list[dict | None]:
-        """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it)."""
-        if self._stale:
-            self._restack()
-        if self._axis is None:
-            return [None] * len(runs)
-        if len(runs) != len(self.active):
-            raise RuntimeError("the seeds of one run learn in lockstep; a seed fell behind")
-        return self._axis.forward(batches)
-
-    def joint(self, runs: list[SimpleNamespace]) -> bool:
-        """True where ``runs`` (every active seed) can act through one forward of the axis: plain collectors and
-        evaluators, and the policy's own batch forwards."""
-        if self._stale:
-            self._restack()
-        return self._axis is not None and len(runs) == len(self.active) and all(
-            type(run.collector).collect_batch is SampleSerialCollector.collect_batch and
-            type(run.evaluator).eval is InteractionSerialEvaluator.eval and
-            type(run.evaluator).run_episodes is InteractionSerialEvaluator.run_episodes for run in runs) and \
-            all(self._axis.can_act(mode) for mode in ('collect', 'eval'))
-
-    def forward(self, mode: str, runs: list[SimpleNamespace]) -> Callable[[list[Tensor], list[int]], list[dict]]:
-        """``collect_batches``' and ``run_episodes_together``'s forward: one ``SeedAxis.act`` for ``runs``."""
-        seat = {id(run): k for k, run in enumerate(self.active)}
-
-        def act(obs: list[Tensor], which: list[int]) -> list[dict]:
-            stacked: list[Tensor | None] = [None] * len(self.active)
-            for j, o in zip(which, obs):
-                stacked[seat[id(runs[j])]] = o
-            outputs = self._axis.act(mode, stacked)
-            return [outputs[seat[id(runs[j])]] for j in which]
-        return act
-
-    def finish(self, run: SimpleNamespace, interrupted: threading.Event, ended: str | None = None) -> None:
-        """End one seed as a single run ends: its after-run checkpoint, a resume point (recording how it ``ended``:
-        ``'stop_value'``, ``'budget'``), its summary."""
-        if not interrupted.is_set():
-            run.loop.ended = ended
-        self.active = [active for active in self.active if active is not run]  # (namespaces: by identity)
-        run.learner.policy.forward = run.own_forward
-        if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint
-            self._axis.release()
-            self._axis = None
-        self._stale = True
-        after_run(run.cfg, run.learner, interrupted.is_set())
-        summarise(run.cfg, run.learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
-
-    def _restack(self) -> None:
-        self._stale = False
-        self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
-        for run in self.active:
-            run.learner.policy.forward = run.own_forward if self._axis is None else \
-                (lambda data, run=run: run.output)
