@@ -35,7 +35,7 @@ from ..kit.life_cycle import PhaseTimer, RunProgress, after_run, closed_on_error
     log_times, naming_resume_point, resume_point_on, start_tracker, starting, summarise
 from ..kit.run_parts import create_run_policy, store
 from ..kit.steps import build_learner, learn_sampler
-from .ray_connect import cpus_needed, ray_address
+from ..kit.ray_join import cpus_needed, import_ray, ray_address
 from .workers import ActorFailure, ActorPool, Slot
 
 POLL_SECONDS = 0.1  # longest block in ray.wait: Ctrl-C and evaluation results are looked at this often
@@ -52,7 +52,7 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     (a resume point), shuts every actor down and raises ``KeyboardInterrupt``; ``resume`` continues a parallel or
     serial run.
     """
-    ray = import_ray()
+    ray = import_ray('the parallel pipeline')
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='parallel')
     with starting(cfg, resume_path):
         run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
@@ -71,15 +71,6 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     if interrupted.is_set():
         raise KeyboardInterrupt
     return run.policy
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("the parallel pipeline runs on Ray, which is not installed: pip install "
-                          "'ding-lite[parallel]' (or pip install ray)") from None
-    return ray
 
 
 def build_parallel(cfg: EasyDict, env_setting: list | None, model: nn.Module | None,
@@ -152,7 +143,7 @@ def train_parallel(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max
     loop.envstep = max(loop.envstep, learner.last_envstep)
     driver = Driver(cfg, run, max_env_step)
     # a lost actor past its restarts, a lost connection (between learn steps): a resume point first
-    fatal = (ActorFailure, ConnectionError, import_ray().exceptions.RayError)
+    fatal = (ActorFailure, ConnectionError, import_ray('the parallel pipeline').exceptions.RayError)
     with RunProgress(cfg, loop.envstep, max_env_step, lambda: learner.train_iter,
                      max_train_iter=max_train_iter) as driver.bar, \
             resume_point_on(learner, fatal, cfg), naming_resume_point(learner):

@@ -26,7 +26,7 @@ from ding_lite.worker import InteractionSerialEvaluator, create_serial_collector
 from ding_lite.worker.finite_check import NonFiniteEnvError
 from policy_zoo import Policy
 from ..kit.run_parts import build_env_manager, collect_batch, random_collect
-from .ray_connect import connect_ray, cpus_needed
+from ..kit.ray_join import connect_ray, cpus_needed
 
 NAMESPACE = 'ding_lite'  # of the actors' Ray names (see ``actor_name``)
 CHECK_SECONDS = 0.5  # how often an actor waiting for a place has the cluster asked whether it still fits

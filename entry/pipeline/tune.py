@@ -29,6 +29,7 @@ from ding_lite.config import ConfigError, apply_overrides, read_config, save_con
 from ding_lite.utils.checkpoint import atomic_write_text
 from policy_zoo import get_policy_cls
 from ..kit import life_cycle
+from ..kit.ray_join import import_ray, join_ray
 from ..kit.capabilities import PIPELINES
 from ..kit.config_input import compile_input
 from .seed_axis import ROW_SETTINGS, why_not_vectorised
@@ -208,10 +209,8 @@ def _surplus(study: Any, optuna: Any, trial: Any, n_trials: int) -> bool:
 def _search_on_ray(address: str, search: SimpleNamespace) -> None:
     """As many Ray tasks as stacked groups fill the search (at most the cluster's CPUs), each running groups of the
     shared study; a task retried after a lost node first hands its own unfinished trials back to the study."""
-    import ray
-    if not ray.is_initialized():
-        ray.init(**({} if address == 'local' else {'address': address}), include_dashboard=False,
-                 logging_level='WARNING')
+    ray = import_ray('tune --ray')
+    join_ray(ray, address)
     workers = max(1, min(math.ceil(search.n_trials / search.stack), int(ray.cluster_resources().get('CPU', 1))))
     task = ray.remote(max_retries=3, retry_exceptions=False)(_search_task)
     ray.get([task.remote(search) for _ in range(workers)])

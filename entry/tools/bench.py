@@ -22,6 +22,7 @@ import numpy as np
 from ding_lite.config import ConfigError, read_config
 from ding_lite.utils.checkpoint import atomic_write_text
 from ..kit import life_cycle
+from ..kit.ray_join import import_ray, join_ray
 from .aggregate import interval, statistic
 
 PROGRESS_EVERY = 15.0  # seconds between the live table's lines while a suite runs on Ray
@@ -130,17 +131,8 @@ def _train_on_ray(address: str, entries: list[Entry], seeds: list[int], out: str
                   resources: dict[str, dict[str, float]]) -> None:
     """Each entry's run as a Ray task with its resources, as many at once as the cluster holds; a task whose node
     is lost runs again elsewhere (Ray's retries) and continues from its resume points in ``out``."""
-    import ray
-    if not ray.is_initialized():
-        if address == 'local':
-            ray.init(include_dashboard=False, logging_level='WARNING')
-        else:
-            try:
-                ray.init(address=address, include_dashboard=False, logging_level='WARNING')
-            except Exception as error:  # Ray raises several types for an address it cannot reach
-                raise ConnectionError(f"bench --ray: could not join Ray at {address!r} ({type(error).__name__}: "
-                                      f"{error}); start a cluster with 'ray start --head' (and 'ray start "
-                                      f"--address=HEAD:6379' on the other nodes), or use --ray local") from None
+    ray = import_ray('bench --ray')
+    join_ray(ray, address)
     task = ray.remote(max_retries=3, retry_exceptions=False)(_train_task)
     pending = {task.options(**resources[e.name]).remote(e, seeds, out): e for e in entries}
     start = time.perf_counter()

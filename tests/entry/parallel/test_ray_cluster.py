@@ -165,6 +165,42 @@ def test_an_address_nobody_answers_at_fails_within_seconds_and_starts_no_ray(tmp
     assert not os.listdir(ray_dir) and not (tmp_path / 'cli').exists()  # no Ray started, no run folder left
 
 
+@pytest.mark.parametrize('tool', ['bench', 'tune'])
+def test_bench_and_tune_join_ray_as_the_parallel_pipeline_does(tmp_path, tool):
+    """One module joins Ray for all three: an address nobody answers at fails within seconds with the pipeline's
+    message, and nothing is started."""
+    main, create = _tiny(tmp_path, 'joined')
+    path = tmp_path / 'config.py'
+    path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
+    ray_dir = tmp_path / 'ray_tmp'
+    ray_dir.mkdir()
+    env = {**os.environ, 'PYTHONPATH': ROOT, 'RAY_TMPDIR': str(ray_dir), 'RAY_ADDRESS': ''}
+    extra = ['--max-env-step', '100'] + (['--storage', 'search.journal'] if tool == 'tune' else ['--seeds', '0'])
+    start = time.time()
+    result = subprocess.run([sys.executable, '-m', 'entry.cli', tool, '-c', str(path), '--ray', '127.0.0.1:1', *extra],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode != 0 and time.time() - start < 30, result.stderr[-2000:]
+    assert "could not join Ray at '127.0.0.1:1': ConnectionError: nothing answers at 127.0.0.1:1" in result.stderr
+    assert "start a cluster with 'ray start --head'" in result.stderr
+    assert not os.listdir(ray_dir)
+
+
+def test_a_refused_token_is_named_as_the_cause():
+    from entry.kit.ray_join import join_ray
+
+    class Ray:
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**kwargs):
+            raise RuntimeError("Failed to connect to GCS: InvalidAuthToken (Unauthenticated)")
+    with pytest.raises(ConnectionError, match=r"could not start Ray locally: the cluster refused this driver's "
+                                              r"token .*RAY_AUTH_TOKEN"):
+        join_ray(Ray, 'local')
+
+
 def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluster, tmp_path, capsys):
     """``ding_lite bench --ray``: two configs as tasks on 1-CPU nodes; the node of the first is removed once its run
     has a resume point, and its task runs again elsewhere, continuing from there."""
