@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from easydict import EasyDict
@@ -11,6 +11,7 @@ from torch import Tensor
 from ding_lite.data import Batch
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import LearnedScalar, tanh_gaussian_sample
+from ding_lite.rl_utils.critic_term import CriticTerm
 from ding_lite.utils.default_config import ConfigError
 from .discrete_sac import DiscreteSACPolicy
 from .sac import SACPolicy
@@ -44,68 +45,65 @@ class LagrangeWeight(LearnedScalar):
         return self.value
 
 
-class _Conservative:
-    """What CQL adds to a SAC update: ``min_q_weight * (logsumexp_a Q(s, a) - Q(s, a_data))`` per critic, added to
-    the critics' loss (``_conservative_gap``: ``[E]``), weighed by a learned alpha' with ``with_lagrange``, and a TD
-    target with or without the entropy bonus."""
+class ConservativeTerm(CriticTerm):
+    """What CQL adds to the critics' loss: ``min_q_weight * (logsumexp_a Q(s, a) - Q(s, a_data))`` per critic (the
+    policy's ``_conservative_gap``: ``[E]``), weighed by a learned alpha' with ``with_lagrange``."""
 
-    capabilities: ClassVar[frozenset[str]] = frozenset({'cloning'})
-    config = dict(
-        random_collect_size=0,           # offline data needs no warm-up
-        learn=dict(
-            num_actions=10,              # actions sampled per state for the conservative term (Box actions)
-            min_q_weight=1.0,            # the conservative term's weight
-            with_lagrange=False,         # learn a weight alpha' of the term that holds its gap at lagrange_thresh
-            lagrange_thresh=-1.0,        # that gap (the paper's tau, e.g. 5 or 10); <= 0: no learned weight (DI-engine)
-            with_q_entropy=False,        # the TD target with SAC's entropy bonus (DI-engine's default: without)
-        ),
-    )
+    def __init__(self, policy: Any) -> None:
+        super().__init__()
+        learn = policy.cfg.learn  # DI-engine's rule: a learned weight only with a positive threshold
+        self.weight, self.gap, self.with_q_entropy = learn.min_q_weight, policy._conservative_gap, learn.with_q_entropy
+        self.alpha_prime = LagrangeWeight(learn.lagrange_thresh, learn.learning_rate_q) \
+            if learn.with_lagrange and learn.lagrange_thresh > 0 else None
 
-    @classmethod
-    def check_config(cls, cfg: EasyDict) -> None:
-        super().check_config(cfg)
+    @staticmethod
+    def check_config(cfg: EasyDict) -> None:
         if not cfg.learn.num_actions >= 1:
             raise ConfigError(f"policy.learn.num_actions must be >= 1, got {cfg.learn.num_actions!r}")
 
-    def _init_learn(self) -> None:
-        super()._init_learn()
-        learn = self._cfg.learn  # DI-engine's rule: a learned weight only with a positive threshold
-        self._alpha_prime = LagrangeWeight(learn.lagrange_thresh, learn.learning_rate_q).to(self._device) \
-            if learn.with_lagrange and learn.lagrange_thresh > 0 else None
+    def target_bonus(self, alpha_log_pi: Tensor) -> Tensor:
+        """SAC's entropy bonus, or 0 without ``with_q_entropy`` (DI-engine's CQL default)."""
+        return alpha_log_pi if self.with_q_entropy else torch.zeros_like(alpha_log_pi)
 
-    def _critic_loss(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        loss, td, q, target_q = super()._critic_loss(batch)
-        gap = self._cfg.learn.min_q_weight * self._conservative_gap(batch, q)  # [E]
-        if self._alpha_prime is not None:
-            gap = self._alpha_prime.weigh(gap)
-        return loss + gap.sum(), td, q, target_q
+    def add(self, loss: Tensor, batch: Batch, q: Tensor) -> Tensor:
+        gap = self.weight * self.gap(batch, q)  # [E]
+        if self.alpha_prime is not None:
+            gap = self.alpha_prime.weigh(gap)
+        return loss + gap.sum()
 
-    def _step_critic_extras(self) -> dict[str, Tensor]:
-        return {} if self._alpha_prime is None else {'alpha_prime': self._alpha_prime.step()}
+    def step(self) -> dict[str, Tensor]:
+        return {} if self.alpha_prime is None else {'alpha_prime': self.alpha_prime.step()}
 
-    def _target_bonus(self, log_prob: Tensor) -> Tensor:
-        return super()._target_bonus(log_prob) if self._cfg.learn.with_q_entropy else torch.zeros_like(log_prob)
+    def stat_names(self) -> list[str]:
+        return [] if self.alpha_prime is None else ['alpha_prime']
 
-    def _monitor_vars_learn(self) -> list[str]:
-        return super()._monitor_vars_learn() + (['alpha_prime'] if self._alpha_prime is not None else [])
+    def learn_state(self) -> dict[str, Any]:
+        return {} if self.alpha_prime is None else {'alpha_prime': self.alpha_prime.state_dict()}
 
-    def _state_dict_learn(self) -> dict[str, Any]:
-        state = super()._state_dict_learn()
-        return state if self._alpha_prime is None else {**state, 'alpha_prime': self._alpha_prime.state_dict()}
+    def load_learn_state(self, state: dict[str, Any]) -> None:
+        if self.alpha_prime is not None and 'alpha_prime' in state:  # (a SAC checkpoint has none: alpha' = 1)
+            self.alpha_prime.load_state_dict(state['alpha_prime'])
 
-    def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
-        super()._load_state_dict_learn(state)
-        if self._alpha_prime is not None and 'alpha_prime' in state:  # (a SAC checkpoint has none: alpha' = 1)
-            self._alpha_prime.load_state_dict(state['alpha_prime'])
+
+# what both CQL classes declare: their settings, and the features their update is written for
+CQL_CAPABILITIES: frozenset[str] = frozenset({'cloning'})
+CQL_LEARN = dict(
+    num_actions=10,              # actions sampled per state for the conservative term (Box actions)
+    min_q_weight=1.0,            # the conservative term's weight
+    with_lagrange=False,         # learn a weight alpha' of the term that holds its gap at lagrange_thresh
+    lagrange_thresh=-1.0,        # that gap (the paper's tau, e.g. 5 or 10); <= 0: no learned weight (DI-engine)
+    with_q_entropy=False,        # the TD target with SAC's entropy bonus (DI-engine's default: without)
+)
 
 
 @POLICY_REGISTRY.register('cql')
-class CQLPolicy(_Conservative, SACPolicy):
+class CQLPolicy(SACPolicy):
     """CQL for Box actions (DI-engine's ``cql``, min_q_version 3): the logsumexp over ``num_actions`` uniform actions,
     actions of ``pi(s)`` and of ``pi(s')`` (all at ``s``), each importance-weighted by its density."""
 
-    config = dict(type='cql')          # the registered policy name
-    capabilities = _Conservative.capabilities  # (declared on each class: a mixin's are not inherited)
+    capabilities = CQL_CAPABILITIES
+    critic_term = ConservativeTerm
+    config = dict(type='cql', random_collect_size=0, learn=CQL_LEARN)  # offline data needs no warm-up
 
     def _conservative_gap(self, batch: Batch, q: Tensor) -> Tensor:
         obs, n = batch.obs, self._cfg.learn.num_actions
@@ -122,11 +120,12 @@ class CQLPolicy(_Conservative, SACPolicy):
 
 
 @POLICY_REGISTRY.register('discrete_cql')
-class DiscreteCQLPolicy(_Conservative, DiscreteSACPolicy):
+class DiscreteCQLPolicy(DiscreteSACPolicy):
     """CQL for Discrete actions on discrete SAC: the logsumexp over every allowed action, exact."""
 
-    config = dict(type='discrete_cql')  # the registered policy name
-    capabilities = _Conservative.capabilities
+    capabilities = CQL_CAPABILITIES
+    critic_term = ConservativeTerm
+    config = dict(type='discrete_cql', random_collect_size=0, learn=CQL_LEARN)
 
     def _conservative_gap(self, batch: Batch, q: Tensor) -> Tensor:
         q_all = self._critic(batch.obs)                              # [E, B, n]

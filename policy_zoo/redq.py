@@ -113,6 +113,16 @@ class DroQPolicy(REDQPolicy):
     )
 
 
+# SAC-N's settings of REDQ's update (EDAC's too): the min of all N critics for the target and the actor, one critic
+# step per actor step
+SAC_N_LEARN = dict(
+    subset_size=None,                    # the target's min over all N
+    actor_q='min',                       # the actor climbs the min of all N
+    policy_delay=1,                      # an actor step per critic step, as SAC
+    update_per_collect=1,                # SAC's
+)
+
+
 @POLICY_REGISTRY.register('sac_n')
 class SACNPolicy(REDQPolicy):
     """SAC-N (An et al. 2021, arXiv:2110.01548): SAC with N critics, the TD target and the actor on the min of all
@@ -125,20 +135,15 @@ class SACNPolicy(REDQPolicy):
         model=dict(
             n_critics=10,                    # N (the paper's 10 to 500, by task)
         ),
-        learn=dict(
-            subset_size=None,                # the target's min over all N
-            actor_q='min',                   # the actor climbs the min of all N
-            policy_delay=1,                  # an actor step per critic step, as SAC
-            update_per_collect=1,            # SAC's
-        ),
+        learn=SAC_N_LEARN,
     )
 
 
 @POLICY_REGISTRY.register('edac')
-class EDACPolicy(SACNPolicy):
-    """EDAC (An et al. 2021): SAC-N with the ensemble diversity term, ``eta`` times the pairwise cosine
-    similarities of the members' Q gradients in the data's actions (summed over pairs, over N - 1), so that fewer
-    critics do what SAC-N needs many for. DI-engine's ``model.ensemble_num`` is read as ``n_critics``."""
+class EDACPolicy(REDQPolicy):
+    """EDAC (An et al. 2021): SAC-N (REDQ's update with ``SAC_N_LEARN``) with the ensemble diversity term, ``eta``
+    times the pairwise cosine similarities of the members' Q gradients in the data's actions (summed over pairs, over
+    N - 1), so that fewer critics do what SAC-N needs many for. DI-engine's ``model.ensemble_num`` is ``n_critics``."""
 
     capabilities = REDQPolicy.capabilities
     config = dict(
@@ -148,6 +153,7 @@ class EDACPolicy(SACNPolicy):
             ensemble_num=None,               # DI-engine's name for n_critics; set, it replaces it
         ),
         learn=dict(
+            **SAC_N_LEARN,
             eta=1.0,                         # the diversity term's weight (the paper's 1 for HalfCheetah; DI-engine's
                                              # config 0.1)
         ),

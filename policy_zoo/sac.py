@@ -17,6 +17,7 @@ from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, \
     preprocess_learn_batch, tanh_gaussian_sample
+from ding_lite.rl_utils.critic_term import CriticTerm
 from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.rl_utils.update_executor import UpdateExecutor
@@ -40,6 +41,7 @@ class SACPolicy(Policy):
     eval_wrapper: ClassVar[str] = 'tanh_deterministic_sample'
     target_network: ClassVar[bool] = True  # a Polyak copy of the model for the TD target (CrossQ has none)
     value_network: ClassVar[bool] = False  # trains the model's state-value network (SAC-v1)
+    critic_term: ClassVar[type[CriticTerm]] = CriticTerm  # an extra term of the critics' loss (CQL's), and its state
     # what its update is written for (ding_lite.capabilities; a subclass declares its own)
     capabilities: ClassVar[frozenset[str]] = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
     multi_agent_type: ClassVar[str] = 'masac'  # what policy.multi_agent=True runs (this class's own: not inherited)
@@ -136,6 +138,7 @@ class SACPolicy(Policy):
         self._td_estimator = TDTarget(self._heads.gamma, self._heads.use_done) if heads else \
             TDTarget(learn.discount_factor, device=self._device)
         self._signal_stats: dict[str, Tensor] = {}  # the reward models' last own step's losses
+        self._critic_term = self.critic_term(self).to(self._device)
         self._target_model = self.executor.model(model_wrap(
             copy.deepcopy(self._model), 'target', update_type='momentum',
             update_kwargs={'theta': learn.target_theta})) if self.target_network else None
@@ -236,12 +239,12 @@ class SACPolicy(Policy):
     def _update(self, batch: Batch) -> dict[str, Tensor]:
         """One SAC update on a preprocessed batch: critics, actor, alpha, target critics.
 
-        What one seed computes goes through ``_seedwise`` and each optimizer step through ``_optimizer_step``: a
-        run of many seeds (``SeedAxis``) maps them over its leading seed axis; a single run calls them as they are.
+        What one seed computes goes through ``executor.seedwise`` and each optimizer step through ``executor.step``:
+        a run of many seeds (``SeedAxis``) maps them over its leading seed axis; a single run calls them as they are.
         """
         critic_loss, td, q, target_q = self.executor.seedwise(self._critic_loss, batch)  # [E, B], [E, B], [B]
         grad_norm_critic = self.executor.step(self._optimizer_q, critic_loss)
-        extras = self._step_critic_extras()
+        extras = self._critic_term.step()  # what else the critics' loss gave gradients to (CQL's weight)
         # else the last actor step's statistics are logged again (a load without them: the actor steps now)
         if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
             self._actor_stats = self._actor_step(batch.obs)
@@ -255,11 +258,6 @@ class SACPolicy(Policy):
             self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
-
-    def _step_critic_extras(self) -> dict[str, Tensor]:
-        """After the critics' step: a step of what else their loss gave gradients to (CQL's learned weight), its
-        statistics (none here)."""
-        return {}
 
     def _actor_step(self, obs: Tensor) -> dict[str, Tensor]:
         """One step of the actor, then of alpha; their statistics."""
@@ -283,7 +281,7 @@ class SACPolicy(Policy):
         """``(loss, td [E, B], q [E, B], target_q [B])``: the importance-weighted squared ``_critic_td``."""
         td, q, target_q = self._critic_td(batch)
         squared = self._heads.loss_mean(td.pow(2), target_q)
-        return (batch.weight * squared).mean(-1).sum(), td, q, target_q
+        return self._critic_term.add((batch.weight * squared).mean(-1).sum(), batch, q), td, q, target_q
 
     def _critic_td(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
         """``(td, q, target_q)``: soft Bellman error of every critic against the clipped double-Q target."""
@@ -310,8 +308,8 @@ class SACPolicy(Policy):
         return self._heads.soft_value(self._critic(next_obs, action, target=True), self._target_bonus(log_prob))
 
     def _target_bonus(self, log_prob: Tensor) -> Tensor:
-        """What the TD target's soft value subtracts: ``alpha log pi`` (CQL and EDAC may drop it)."""
-        return self._alpha.value * log_prob
+        """What the TD target's soft value subtracts: ``alpha log pi`` (the critic term's: CQL may drop it)."""
+        return self._critic_term.target_bonus(self._alpha.value * log_prob)
 
     def _actor_loss(self, obs: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         """``(loss, entropy [B], stats)``: ``alpha log pi(a|s) - _actor_q(s, a)`` over reparameterised actions."""
@@ -340,6 +338,7 @@ class SACPolicy(Policy):
         names = ['critic_loss', *twin, 'policy_loss', 'entropy', 'q_value', *critics, 'target_q_value', 'td_error',
                  'grad_norm_critic', 'grad_norm_actor', *self._actor_stat_names, 'alpha']
         heads = self._heads.stat_names() + (['bc_loss'] if self._bc is not None else [])
+        heads += self._critic_term.stat_names()
         return names + (['alpha_loss'] if self._alpha.learned else []) + heads
 
     def score_transitions(self, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -363,7 +362,7 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
-                **self._heads.learn_state(),
+                **self._heads.learn_state(), **self._critic_term.learn_state(),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
@@ -374,6 +373,7 @@ class SACPolicy(Policy):
         load_optimizer(self._optimizer_policy, state['optimizer_policy'])
         self._alpha.load_state_dict(state['alpha'])
         self._heads.load_learn_state(state)
+        self._critic_term.load_learn_state(state)
         self._learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None

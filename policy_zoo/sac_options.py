@@ -37,6 +37,7 @@ def check_sac_config(cls: type, cfg: EasyDict) -> None:
                           f"actor step every {delay}th: set policy_delay=1 or cuda_graph=False")
     check_optimiser_knobs(cfg, cls.target_network)
     check_amp(cfg.learn)
+    cls.critic_term.check_config(cfg)
 
 
 def _warn_alpha_settings(cls: type, learn: EasyDict) -> None:

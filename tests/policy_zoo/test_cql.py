@@ -92,7 +92,7 @@ def test_cql_with_lagrange_learns_the_weight_that_holds_the_gap_at_the_threshold
     state = policy.learn_mode.state_dict()
     other = _policy('cql', 3, 2, with_lagrange=True, lagrange_thresh=thresh)
     other.learn_mode.load_state_dict(state)
-    assert other._alpha_prime.value.item() == policy._alpha_prime.value.item() != 1.0
+    assert other._critic_term.alpha_prime.value.item() == policy._critic_term.alpha_prime.value.item() != 1.0
 
 
 def test_discrete_cql_critic_loss_by_hand():
@@ -113,6 +113,6 @@ def test_discrete_cql_critic_loss_by_hand():
 
 
 def test_cql_refuses_what_it_does_not_do():
-    assert _policy('cql', 3, 2, with_lagrange=True)._alpha_prime is None  # no threshold: off, as DI-engine has it
+    assert _policy('cql', 3, 2, with_lagrange=True)._critic_term.alpha_prime is None  # no threshold: off, as DI-engine has it
     with pytest.raises(ConfigError, match='num_actions must be >= 1'):
         _policy('cql', 3, 2, num_actions=0)
