@@ -6,6 +6,7 @@ import copy
 import functools
 import inspect
 import io
+import sys
 import textwrap
 import tokenize
 from collections.abc import Mapping
@@ -90,6 +91,24 @@ def _declared_comments(klass: type) -> dict[str, str]:
         source = textwrap.dedent(inspect.getsource(klass))
     except (OSError, TypeError):  # built in, or defined where there is no source
         return {}
+    comment = _comments(source)
+    shared = _module_dicts(klass.__module__)
+    docs: dict[str, str] = {}
+    body = ast.parse(source).body[0].body
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if any(getattr(t, 'id', None) == 'config' for t in targets) and node.value is not None:
+            _literal_docs(node.value, '', comment, docs, shared)
+        elif isinstance(node, ast.FunctionDef) and node.name == '__init__' and 'config' not in vars(klass):
+            for arg in node.args.args[1:] + node.args.kwonlyargs:
+                if comment(arg.lineno):
+                    docs[arg.arg] = comment(arg.lineno)
+    return docs
+
+
+def _comments(source: str) -> Callable[[int], str | None]:
+    """The comment of a key on line ``lineno`` of ``source``: at the end of its line, else the lines just above."""
     lines = source.splitlines()
     comments = {tok.start[0]: tok.string.lstrip('#').strip()
                 for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
@@ -101,24 +120,33 @@ def _declared_comments(klass: type) -> dict[str, str]:
         while lineno - 1 - len(above) > 0 and lines[lineno - 2 - len(above)].lstrip().startswith('#'):
             above.insert(0, comments[lineno - 1 - len(above)])
         return ' '.join(above) or None
-
-    docs: dict[str, str] = {}
-    body = ast.parse(source).body[0].body
-    for node in body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
-            else []
-        if any(getattr(t, 'id', None) == 'config' for t in targets) and node.value is not None:
-            _literal_docs(node.value, '', comment, docs)
-        elif isinstance(node, ast.FunctionDef) and node.name == '__init__' and 'config' not in vars(klass):
-            for arg in node.args.args[1:] + node.args.kwonlyargs:
-                if comment(arg.lineno):
-                    docs[arg.arg] = comment(arg.lineno)
-    return docs
+    return comment
 
 
-def _literal_docs(node: ast.AST, prefix: str, comment: Any, docs: dict[str, str]) -> None:
-    """Walk a ``dict(key=...)`` call or ``{'key': ...}`` literal, recording each key's comment."""
+@functools.lru_cache(maxsize=None)
+def _module_dicts(module: str) -> dict[str, tuple[ast.AST, Any]]:
+    """The module's top-level ``NAME = dict(...)`` literals (settings several classes declare alike), each with the
+    comment reader of its source."""
+    try:
+        source = inspect.getsource(sys.modules[module])
+    except (KeyError, OSError, TypeError):
+        return {}
+    comment = _comments(source)
+    return {node.targets[0].id: (node.value, comment) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+
+
+def _literal_docs(node: ast.AST, prefix: str, comment: Any, docs: dict[str, str],
+                  shared: dict[str, tuple[ast.AST, Any]]) -> None:
+    """Walk a ``dict(key=...)`` call or ``{'key': ...}`` literal, recording each key's comment (through a module's
+    shared literal where a value, or a ``**`` entry, names one)."""
+    if isinstance(node, ast.Name) and node.id in shared:
+        _literal_docs(shared[node.id][0], prefix, shared[node.id][1], docs, {})
+        return
     if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'dict':
+        for kw in node.keywords:
+            if kw.arg is None:  # **NAME
+                _literal_docs(kw.value, prefix, comment, docs, shared)
         items = [(kw.arg, kw.value, kw.lineno) for kw in node.keywords if kw.arg]
     elif isinstance(node, ast.Dict):
         items = [(k.value, v, k.lineno) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
@@ -128,7 +156,7 @@ def _literal_docs(node: ast.AST, prefix: str, comment: Any, docs: dict[str, str]
         text = comment(lineno)
         if text:
             docs[prefix + key] = text
-        _literal_docs(value, f"{prefix}{key}.", comment, docs)
+        _literal_docs(value, f"{prefix}{key}.", comment, docs, shared)
 
 
 __all__ = ['ConfigError', 'ConfigWarning', 'deep_merge', 'class_default_config', 'with_defaults', 'config_docs',
