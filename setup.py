@@ -28,7 +28,7 @@ setup(
         'video': ['moviepy'],  # eval --replay-path (gymnasium's RecordVideo)
         'track': ['wandb'],    # logger.wandb / --track (Weights & Biases)
         'tune': ['optuna'],    # ding_lite tune (hyperparameter search)
-        'marl': ['pettingzoo>=1.24', 'mpe2'],  # many agents: env.type='pettingzoo' (and MPE's tasks)
+        'marl': ['pettingzoo>=1.24', 'mpe2'],  # many agents: env.type='pettingzoo_agents' (and MPE's tasks)
         'docs': ['mkdocs-material', 'mkdocstrings[python]'],  # make docs: the site from docs/ (mkdocs.yml)
         'bench': ['sb3-contrib'],  # bench_learn's peer rows (TQC, CrossQ); benchmarks only, never imported at runtime
     },

@@ -38,7 +38,7 @@ def _env_flag(key: str) -> Callable[[Any], bool]:
 
 def _many_agents(cfg: Any) -> bool:
     env_type = cfg.env.get('type')
-    return env_type in ENV_REGISTRY and bool(getattr(ENV_REGISTRY.get(env_type), 'multi_agent', False))
+    return env_type in ENV_REGISTRY and bool(getattr(ENV_REGISTRY.get(env_type), 'agent_slots', False))
 
 
 def _has_lessons(cfg: Any) -> bool:
@@ -86,7 +86,7 @@ FEATURES: dict[str, Feature] = {
     'environment_parameters': Feature('env.environment_parameters', "environment parameters (constants, samplers)",
                                       lambda cfg: bool(cfg.env.get('environment_parameters'))),
     'curriculum': Feature('env.environment_parameters', 'a curriculum of lessons', _has_lessons),
-    'agents': Feature('env.type', "many agents (a multi-agent env such as 'pettingzoo': a slot per agent)",
+    'agents': Feature('env.type', "many agents (a multi-agent env such as 'pettingzoo_agents': a slot per agent)",
                       _many_agents),
 }
 

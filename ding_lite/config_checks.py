@@ -67,13 +67,13 @@ def multi_agent_type(policy_type: str, policy_user: dict, env_type: str | None) 
     """The registered policy that runs ``policy_type`` with DI-engine's ``policy.multi_agent=True`` (its MASAC form,
     said once); ``ConfigError`` for a policy without one, or an env type without an agent axis."""
     cls = POLICY_REGISTRY.get(policy_type)
-    if not policy_user.get('multi_agent') or getattr(cls, 'multi_agent', False):
+    if not policy_user.get('multi_agent') or getattr(cls, 'agent_axis', False):
         return policy_type
     variant = vars(cls).get('multi_agent_type')
     if variant is None:
         raise ConfigError(f"policy.multi_agent=True: policy {policy_type!r} has no multi-agent form; 'sac' (as "
                           f"'masac') and 'discrete_sac' (as 'discrete_masac') have, or set multi_agent=False and "
-                          f"train independent agents on a PettingZoo env (env.type='pettingzoo')")
+                          f"train independent agents on a PettingZoo env (env.type='pettingzoo_agents')")
     if env_type in ENV_REGISTRY and not getattr(ENV_REGISTRY.get(env_type), 'agent_axis', False):
         raise ConfigError(agent_axis_error(False, variant, f"type {env_type!r}"))
     if (policy_type, variant) not in _said:
@@ -88,7 +88,7 @@ def check_agent_axis(cfg: EasyDict) -> None:
     if cfg.env.type not in ENV_REGISTRY:
         return
     env_axis = bool(getattr(ENV_REGISTRY.get(cfg.env.type), 'agent_axis', False))
-    if env_axis != bool(getattr(POLICY_REGISTRY.get(cfg.policy.type), 'multi_agent', False)):
+    if env_axis != bool(getattr(POLICY_REGISTRY.get(cfg.policy.type), 'agent_axis', False)):
         raise ConfigError(agent_axis_error(env_axis, cfg.policy.type, f"type {cfg.env.type!r}"))
 
 
@@ -96,10 +96,10 @@ def agent_axis_error(env_axis: bool, policy_type: str, env: str) -> str:
     """What to do where the env and the policy disagree on an agent axis."""
     if env_axis:
         return (f"env {env} has a row per agent (DI-engine's multi-agent observations): set policy.multi_agent=True "
-                f"(MASAC), or give each agent a slot of its own with env.type='pettingzoo'")
+                f"(MASAC), or give each agent a slot of its own with env.type='pettingzoo_agents'")
     return (f"policy {policy_type!r} (policy.multi_agent=True: MASAC) reads DI-engine's multi-agent observations "
-            f"(agent_state, global_state), which env {env} does not give: use env.type='petting_zoo', or set "
-            f"policy.multi_agent=False (independent agents on a PettingZoo env: env.type='pettingzoo')")
+            f"(agent_state, global_state), which env {env} does not give: use env.type='pettingzoo_team', or set "
+            f"policy.multi_agent=False (independent agents on a PettingZoo env: env.type='pettingzoo_agents')")
 
 
 def agent_id_input(cfg: EasyDict) -> None:
@@ -108,7 +108,7 @@ def agent_id_input(cfg: EasyDict) -> None:
     if not (cfg.policy.get('model') or {}).get('agent_id_input'):
         return
     env_cls = ENV_REGISTRY.get(cfg.env.type) if cfg.env.type in ENV_REGISTRY else None
-    if not getattr(env_cls, 'multi_agent', False):
+    if not getattr(env_cls, 'agent_slots', False):
         raise ConfigError(f"policy.model.agent_id_input=True appends the agent's index to a multi-agent env's "
                           f"observations, but env type {cfg.env.type!r} has no agents: leave it False")
     cfg.env.agent_id_input = True

@@ -1,4 +1,4 @@
-"""Independent SAC with parameter sharing on MPE simple_spread (``env.type='pettingzoo'``, mpe2's own env and
+"""Independent SAC with parameter sharing on MPE simple_spread (``env.type='pettingzoo_agents'``, mpe2's own env and
 rewards): 3 agents, 25 cycles, continuous actions, each agent a slot of its own, one SAC for all, the agent's index
 in its input (the ``marl`` extra). Env steps count each agent's step.
 
@@ -36,7 +36,7 @@ mpe_simple_spread_isac_config = dict(
 main_config = EasyDict(mpe_simple_spread_isac_config)
 
 create_config = EasyDict(dict(
-    env=dict(type='pettingzoo'),
+    env=dict(type='pettingzoo_agents'),
     env_manager=dict(type='base'),
     policy=dict(type='sac'),
 ))

@@ -1,5 +1,5 @@
 """Discrete MASAC (DI-engine's, ``policy.multi_agent=True``) on MPE simple_spread: 3 agents, 3 landmarks, 25 cycles
-(the task's standard setting; the ``marl`` extra), DI-engine's ``petting_zoo`` env and team reward.
+(the task's standard setting; the ``marl`` extra), DI-engine's env and team reward (``pettingzoo_team``, DI-engine's ``petting_zoo``).
 
 Expected: the team's return (DI-engine's units) at 30k env steps -120 / -122 / -117 (best -115 / -117 / -115;
 seeds 0-2; uniformly random actions -161), 86-101 s each on 2 CPU cores
@@ -42,7 +42,7 @@ mpe_simple_spread_masac_config = dict(
 main_config = EasyDict(mpe_simple_spread_masac_config)
 
 create_config = EasyDict(dict(
-    env=dict(type='petting_zoo'),
+    env=dict(type='pettingzoo_team'),
     env_manager=dict(type='base'),
     policy=dict(type='discrete_sac'),
 ))

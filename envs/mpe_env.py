@@ -23,7 +23,7 @@ def _box(*shape: int) -> gym.spaces.Box:
     return gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
 
 
-@ENV_REGISTRY.register('petting_zoo')
+@ENV_REGISTRY.register('pettingzoo_team')
 class MPESpreadEnv(EpisodeSeeds, BaseEnv):
     """simple_spread as DI-engine's ``petting_zoo`` env gives it: observations ``{'agent_state' [A, N0] (each agent's
     own), 'global_state' [N1] (every agent's velocity and position, the landmarks, the communication; ``[A, N0 + N1]``
@@ -52,9 +52,9 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
         cfg = self._cfg
         if cfg.env_family != 'mpe' or cfg.env_id not in _IDS:
-            raise ConfigError(f"env.type='petting_zoo' runs MPE's simple_spread (as DI-engine's does), got "
+            raise ConfigError(f"env.type='pettingzoo_team' runs MPE's simple_spread (as DI-engine's does), got "
                               f"env_family={cfg.env_family!r}, env_id={cfg.env_id!r}; any other PettingZoo env runs as "
-                              f"env.type='pettingzoo' with env_id its module")
+                              f"env.type='pettingzoo_agents' with env_id its module")
         if cfg.n_landmark != cfg.n_agent:
             raise ConfigError(f"env.n_landmark={cfg.n_landmark}: simple_spread has one landmark per agent "
                               f"(n_agent={cfg.n_agent})")
@@ -157,5 +157,7 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
     def __repr__(self) -> str:
         return f"MPESpreadEnv({self.env_id}, n_agent={len(self.agents)})"
 
+
+ENV_REGISTRY.register('petting_zoo', MPESpreadEnv)  # DI-engine's name (its configs run unchanged)
 
 __all__ = ['MPESpreadEnv']

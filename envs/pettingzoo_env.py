@@ -22,7 +22,7 @@ def make_parallel_env(env_id: str, kwargs: dict) -> Any:
     """``parallel_env(**kwargs)`` of the module ``env_id`` (imported as ``import_names`` imports modules); an AEC
     module (``env()`` only) through PettingZoo's ``aec_to_parallel``."""
     if not env_id:
-        raise ConfigError("env.type='pettingzoo' needs env.env_id: a module with parallel_env(**kwargs), e.g. "
+        raise ConfigError("env.type='pettingzoo_agents' needs env.env_id: a module with parallel_env(**kwargs), e.g. "
                           "'mpe2.simple_spread_v3'")
     import_names([env_id])
     module = sys.modules[env_id]
@@ -113,7 +113,7 @@ class AgentCodec:
         return np.asarray(action)
 
 
-@ENV_REGISTRY.register('pettingzoo')
+@ENV_REGISTRY.register('pettingzoo_agents')
 class PettingZooEnv(EpisodeSeeds, BaseEnv):
     """A PettingZoo parallel env (``env_id`` a module with ``parallel_env``; AEC modules converted) with its possible
     agents as rows: ``reset`` gives ``{'obs': [A, D], 'live': [A]}`` (and ``'action_mask' [A, n]`` where the agents'
@@ -127,7 +127,7 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
     over agents, DI-engine's).
     """
 
-    multi_agent = True  # the env managers hand its rows out as env slots (envs/agent_slots.py)
+    agent_slots = True  # the env managers hand its rows out as env slots (envs/agent_slots.py)
     config = dict(
         env_id=None,              # a module with parallel_env(**kwargs), e.g. 'mpe2.simple_spread_v3'
         env_kwargs=dict(),        # passed to parallel_env
@@ -234,5 +234,7 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
     def __repr__(self) -> str:
         return f"PettingZooEnv({self.env_id}, agents={self.agents})"
 
+
+ENV_REGISTRY.register('pettingzoo', PettingZooEnv)  # its earlier name, kept
 
 __all__ = ['AgentCodec', 'PettingZooEnv', 'make_parallel_env']

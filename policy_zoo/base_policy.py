@@ -34,7 +34,7 @@ class Policy:
     """
 
     action_space_type: ClassVar[str] = 'continuous'  # or 'discrete': checked against the env at start-up
-    multi_agent: ClassVar[bool] = False  # acts and learns over an agent axis (policy.multi_agent=True: MASAC)
+    agent_axis: ClassVar[bool] = False  # acts and learns over an agent axis (policy.multi_agent=True: MASAC)
     collect_wrapper: ClassVar[str] = 'base'
     eval_wrapper: ClassVar[str] = 'base'
     # collect-mode kwargs that sample from the policy's own distribution, without any exploration schedule

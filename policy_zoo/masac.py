@@ -32,7 +32,7 @@ def team_actor_loss(loss: Tensor, entropy: Tensor, *stats: dict[str, Tensor]) ->
 class MASACPolicy(SACPolicy):
     """MASAC for Box actions (``continuous_maqac``): the critics read the global state with that agent's action."""
 
-    multi_agent: ClassVar[bool] = True
+    agent_axis: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset()  # memory, reward heads, cloning: not over an agent axis
     config = dict(type='masac', multi_agent=True)
 
@@ -52,7 +52,7 @@ class DiscreteMASACPolicy(DiscreteSACPolicy):
     """MASAC for Discrete actions (``discrete_maqac``): every action's value per agent from the global state;
     actions an agent's ``action_mask`` forbids get logit -1e8 in the target's expectation and the actor's loss."""
 
-    multi_agent: ClassVar[bool] = True
+    agent_axis: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset()
     config = dict(type='discrete_masac', multi_agent=True)
 

@@ -9,9 +9,9 @@ from ding_lite.utils.default_config import ConfigError
 
 def refuse_unsupported_modes(cls: type, cfg: EasyDict) -> None:
     """``ConfigError`` for an on-policy, command-mode, episode-collecting or policy-data setting, and for an agent
-    axis on a class without one (``cls.multi_agent``)."""
+    axis on a class without one (``cls.agent_axis``)."""
     for key, what in (('multi_agent', 'single-agent'), ('on_policy', 'off-policy')):
-        if cfg.get(key) and not (key == 'multi_agent' and cls.multi_agent):
+        if cfg.get(key) and not (key == 'multi_agent' and cls.agent_axis):
             raise ConfigError(f"policy.{key}=True: ding_lite's policies are {what} ({cls.__name__}); set "
                               f"policy.{key}=False")
     if cfg.get('transition_with_policy_data'):

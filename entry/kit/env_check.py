@@ -135,7 +135,7 @@ def _agent_axis(cfg: EasyDict, env: Any, name: str) -> bool:
     """Whether the env and the policy have an agent axis (MASAC on DI-engine's multi-agent observations); a
     ``ConfigError`` where one of them has and the other has not."""
     env_axis = bool(getattr(getattr(env, 'env_ref', env), 'agent_axis', False))
-    policy_axis = bool(get_policy_cls(cfg.policy).multi_agent)
+    policy_axis = bool(get_policy_cls(cfg.policy).agent_axis)
     if env_axis != policy_axis:
         raise ConfigError(agent_axis_error(env_axis, cfg.policy.type, name))
     return env_axis
@@ -197,7 +197,7 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
     what failed, before any env step is collected. The run's random streams are left as they were."""
     env_fn, collector_cfgs, _ = env_setting
     env = adapted_env(env_fn, cfg=collector_cfgs[0])
-    if getattr(env, 'multi_agent', False):
+    if getattr(env, 'agent_slots', False):
         env = FirstAgent(env)
     name = env_name(env)
     try:

@@ -43,7 +43,7 @@ def build_env_manager(cfg: EasyDict, env_setting: list, which: str, seed: int,
     env_fn, collector_cfgs, evaluator_cfgs = env_setting
     env_cfgs = collector_cfgs if which == 'collector' else evaluator_cfgs
     manager = create_env_manager(cfg.env.manager, [partial(adapted_env, env_fn, cfg=c) for c in env_cfgs])
-    if getattr(env_fn, 'multi_agent', False):  # each agent of each env a slot of its own
+    if getattr(env_fn, 'agent_slots', False):  # each agent of each env a slot of its own
         manager = AgentSlots(manager)
     manager.seed(seed, dynamic_seed=which == 'collector')
     manager.info_metrics = list(cfg.env.get('info_metrics') or [])

@@ -95,7 +95,7 @@ def _scorer(policy: Policy, overlap: str | bool | None) -> Any:
     """``collector.report_collected``'s per-transition reports (the SAC family's ``score_transitions``), where the
     collector acts in the learner's process on plain observations; else None, said once."""
     why = 'the collector steps in a process of its own' if overlap == 'process' else \
-        'a recurrent model' if policy.memory else 'a multi-agent policy' if type(policy).multi_agent else \
+        'a recurrent model' if policy.memory else 'a multi-agent policy' if type(policy).agent_axis else \
         None if hasattr(policy, 'score_transitions') else f"{type(policy).__name__} has no score_transitions"
     if why is None:
         return policy.score_transitions

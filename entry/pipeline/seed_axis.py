@@ -53,7 +53,7 @@ def why_not_vectorised(policy_cls: type, cfg: Any) -> str | None:
         return "policy.learn.learner.on_nonfinite='skip'"
     if isinstance(cfg.model.get('obs_shape'), dict):
         return "the observations are a Dict (images beside vectors)"
-    if policy_cls.multi_agent:
+    if policy_cls.agent_axis:
         return "MASAC's observations are DI-engine's dict (agent_state, global_state)"
     return None
 

@@ -45,7 +45,19 @@ def test_agent_specific_global_state_continuous_actions_and_refusals():
     assert np.array_equal(obs['global_state'][:, :12], obs['agent_state'])  # each agent's own view first
     assert env.action_space.shape == (5,) and env.action_space.low.min() == -1.0
     assert env.step(np.zeros((2, 5), np.float32)).obs['agent_state'].shape == (2, 12)
-    with pytest.raises(ConfigError, match="env.type='pettingzoo'"):
+    with pytest.raises(ConfigError, match="env.type='pettingzoo_agents' with env_id its module"):
         MPESpreadEnv({'env_id': 'simple_tag_v2'})
     with pytest.raises(ConfigError, match='one landmark per agent'):
         MPESpreadEnv({'n_agent': 3, 'n_landmark': 2})
+
+
+def test_the_env_types_say_which_design_they_are_and_their_old_names_still_work():
+    """``pettingzoo_agents``: an env slot per agent; ``pettingzoo_team``: one env with an agent axis (MASAC's). The
+    names they had (``pettingzoo``; DI-engine's ``petting_zoo``) are aliases of the same classes."""
+    from ding_lite.registry import ENV_REGISTRY
+    from envs.mpe_env import MPESpreadEnv
+    from envs.pettingzoo_env import PettingZooEnv
+    assert ENV_REGISTRY.get('pettingzoo_agents') is ENV_REGISTRY.get('pettingzoo') is PettingZooEnv
+    assert ENV_REGISTRY.get('pettingzoo_team') is ENV_REGISTRY.get('petting_zoo') is MPESpreadEnv
+    assert PettingZooEnv.agent_slots and not getattr(PettingZooEnv, 'agent_axis', False)
+    assert MPESpreadEnv.agent_axis and not getattr(MPESpreadEnv, 'agent_slots', False)

@@ -17,9 +17,9 @@ CONFIGS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, 
 def _shrunk(name, tmp_path):
     main, create = zoo_config(name, tmp_path / 'run')
     main.env.update(evaluator_env_num=1, n_evaluator_episode=1)
-    if create.env.type == 'petting_zoo':  # many agents: short episodes in the env's own keys
+    if create.env.type == 'pettingzoo_team':  # many agents: short episodes in the env's own keys
         main.env.max_cycles = 10
-    elif create.env.type == 'pettingzoo':
+    elif create.env.type == 'pettingzoo_agents':
         main.env.env_kwargs.max_cycles = 10
     else:
         main.env.env_kwargs = dict(max_episode_steps=60)
