@@ -10,9 +10,12 @@ episode.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+
+from ding_lite.worker.manager_protocol import Offers, TeamRecords
 
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .env_manager import BaseEnvManager
@@ -30,6 +33,10 @@ class AgentSlots:
         self.agents: list[str] = list(manager.env_ref.agents)
         self.team_envs = manager.env_num
         self.env_num = manager.env_num * len(self.agents)
+
+    def offers(self) -> Offers:
+        """Its manager's, its episodes counted per team (``TeamRecords``: an agent's ends with its team's)."""
+        return replace(self.manager.offers(), episodes=TeamRecords(self), asynchronous=False)
 
     def env_of(self, slot: int) -> int:
         """The env whose agent ``slot`` is."""

@@ -14,6 +14,8 @@ from ding_lite.data.collate import true_rows
 from ding_lite.registry import ENV_MANAGER_REGISTRY, ENV_REGISTRY
 from ding_lite.utils.checkpoint import to_safe
 from ding_lite.utils.default_config import class_default_config, with_defaults
+from ding_lite.worker.lessons import lesson_hooks
+from ding_lite.worker.manager_protocol import EpisodeRecords, Offers
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .timestep_columns import batch_of_timesteps, check_ready
 
@@ -46,6 +48,12 @@ class BaseEnvManager:
     @classmethod
     def default_config(cls) -> EasyDict:
         return class_default_config(cls)
+
+    def offers(self) -> Offers:
+        """What it offers the workers (``ding_lite.worker.manager_protocol``): both step paths, an episode per env,
+        its info metrics, the lessons of its ``parameters``."""
+        return Offers(EpisodeRecords(self.env_num), asynchronous=self.asynchronous,
+                      info_metrics=tuple(self.info_metrics), hooks=lesson_hooks(self.parameters))
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
         if not env_fn:

@@ -12,6 +12,7 @@ from easydict import EasyDict
 from ding_lite.data.collate import true_rows
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, class_default_config, with_defaults
+from ding_lite.worker.manager_protocol import EpisodeRecords, Offers
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .adapt import ObsAdapter
 from .from_gym import adapted_env
@@ -103,6 +104,10 @@ class EnvPoolEnvManager:
         return not self._sync
 
     # ---- the interface ----
+    def offers(self) -> Offers:
+        """What it offers the workers: both step paths, an episode per env (no info metrics or lessons: refused)."""
+        return Offers(EpisodeRecords(self.env_num), asynchronous=self.asynchronous)
+
     def launch(self, reset_param: dict | None = None) -> None:
         self.reset(reset_param)
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..data.buffer import create_buffer
-from .collector import EpisodeSerialCollector, SampleSerialCollector, create_serial_collector
+from .collector import SampleSerialCollector, create_serial_collector
+from .episode_collector import EpisodeSerialCollector
 from .evaluator import InteractionSerialEvaluator
 from .finite_check import NonFiniteEnvError
 from .learner import BaseLearner, NonFiniteError, create_learner, load_checkpoint

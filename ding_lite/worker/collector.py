@@ -10,18 +10,20 @@ import torch
 from easydict import EasyDict
 from torch import Tensor
 
-from ..data.collate import default_collate, to_float32, to_ndarray, to_scalar, transitions, true_rows
+from ..data.collate import to_float32, to_ndarray, to_scalar, true_rows
 from ..utils.checkpoint import to_safe
 from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
-    team_episode
+from .episode_metrics import ReturnTally, episode_metrics, pop_env_stats, return_metrics
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
-from .logger import build_logger, format_scalars, write_scalars
+from .collect_round import collect_batches, transition_rows
+from .logger import build_logger, log_episodes
+from .transition_reports import Scorer, TransitionReports
+from .manager_protocol import begin_step_batch, offers, policy_mode
 from .memory import EnvMemory
 
 
-class _SerialCollector:
+class BaseSerialCollector:
     """Shared stepping: one policy call for all ready envs, then one env step each."""
 
     config = dict(
@@ -36,19 +38,19 @@ class _SerialCollector:
         return class_default_config(cls)
 
     def __init__(self, cfg: dict | None, env: Any = None, policy: SimpleNamespace | None = None,
-                 tb_logger: Any = None, exp_name: str = 'default_experiment',
-                 instance_name: str = 'collector') -> None:
+                 tb_logger: Any = None, exp_name: str = 'default_experiment', instance_name: str = 'collector', *,
+                 on_nonfinite: str = 'stop', norm_reward: bool = False, episode_fields: bool = False,
+                 scorer: Scorer | None = None) -> None:
+        """A NaN/inf from the env stops the run (``on_nonfinite='stop'``) or drops the transition (``'skip'``); each
+        transition carries its env's running return with ``norm_reward`` (SB3's rule), ``env_id`` and
+        ``episode_start`` with ``episode_fields``; ``scorer``: ``report_collected``'s per-row reports."""
         self._cfg = with_defaults(type(self), cfg)
         self._tb_logger, self.logger = tb_logger, build_logger(exp_name, instance_name)
-        self.envstep = 0
-        self.total_episode = 0
+        self.envstep = self.total_episode = 0
         self.env_restarts = 0  # episodes broken off by an env restart (the subprocess manager's abnormal steps)
-        self.on_nonfinite = 'stop'  # a NaN/inf from the env: 'stop' (NonFiniteEnvError) or 'skip' the transition
+        self.on_nonfinite, self.norm_reward, self.episode_fields = on_nonfinite, norm_reward, episode_fields
+        self._reports = TransitionReports(scorer, 0)  # sized by reset_env
         self.nonfinite_dropped = 0  # transitions skipped for a NaN/inf
-        self.norm_reward = False  # each transition carries its env's running return R = gamma R + r (SB3's rule)
-        self.episode_fields = False  # each transition carries env_id and episode_start (hindsight replay's episodes)
-        self.scorer: Callable[[dict], dict[str, np.ndarray]] | None = None  # report_collected: per-row reports
-        self._scores: dict[str, np.ndarray] = {}  # their sums over each env's episode so far
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
@@ -61,6 +63,8 @@ class _SerialCollector:
     def reset_env(self, env: Any) -> None:
         self._env = env
         self._env.launch()
+        self._offers = offers(env)
+        self._reports = TransitionReports(self._reports.scorer, env.env_num)
         self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
         self._return = np.zeros(env.env_num)  # float64: the env's float32 rewards add up as exactly as in Python
         self._discounted = np.zeros(env.env_num)  # sum of gamma^t r_t over the episode so far
@@ -74,12 +78,12 @@ class _SerialCollector:
         self._output_pool: dict[int, Any] = {}
 
     def reset_policy(self, policy: SimpleNamespace) -> None:
-        self._policy = policy
+        self._policy = policy = policy_mode(policy)
         self._tally = ReturnTally(policy)
         shape = (self._env.env_num, self._tally.dim)
         if self._tally.dim and (self._dims is None or self._dims.shape != shape):  # kept across a warm-up's policy
             self._dims = np.zeros(shape)  # a vector reward's return per dimension
-        spec = getattr(policy, 'memory', None)
+        spec = policy.memory
         self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
             self._memory = EnvMemory(spec, self._env.env_num)
@@ -159,16 +163,11 @@ class _SerialCollector:
         ready = self._env.ready_obs_batch()
         return None if ready is None else (ready[0], to_float32(ready[1]))
 
-    def _step_columns(self, keys: list[str], ids: list[int], obs: np.ndarray,
-                      output: dict[str, Tensor]) -> dict[str, np.ndarray]:
-        """``_step`` as columns (an array per transition field, a row per env) through the env manager's
-        ``step_batch``: the ready envs ``ids`` (``_ready_columns``) act on the policy's ``output`` for ``obs``."""
-        return self._begin_step_columns(keys, ids, obs, output)()
-
     def _begin_step_columns(self, keys: list[str], ids: list[int], obs: np.ndarray,
                             output: dict[str, Tensor]) -> Callable[[], dict[str, np.ndarray]]:
-        """``_step_columns`` begun (the envs' step sent, where they step in processes of their own); the call
-        returned finishes it."""
+        """``_step`` as columns (an array per transition field, a row per env) through the env manager's
+        ``step_batch``, begun (the envs' step sent, where they step in processes of their own): the ready envs ``ids``
+        (``_ready_columns``) act on the policy's ``output`` for ``obs``; the call returned finishes it."""
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
         if self._memory is not None:
             columns.update(self._memory.acted(ids, output['state']))
@@ -177,11 +176,11 @@ class _SerialCollector:
 
     def _stepped_columns(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
                          step: Any) -> dict[str, np.ndarray]:
-        """The transitions of the envs' ``step`` on ``columns`` from ``obs``, as ``_step_columns`` returns them."""
+        """The transitions of the envs' ``step`` on ``columns`` from ``obs``, as columns."""
         for env_id in step.restarted:  # a restarted env's broken step: no transition
             self.env_restarts += 1
             self._end_episode(env_id)
-        if getattr(self._env, 'asynchronous', False):
+        if self._offers.asynchronous:
             obs, columns = self._sent_with(ids, obs, columns, step.env_id)
         elif step.env_id != ids:
             rows = [k for k, i in enumerate(ids) if i not in step.restarted]
@@ -206,21 +205,11 @@ class _SerialCollector:
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
         self._length[index] += 1
-        if self.scorer is not None:
-            self._score(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
+        self._reports.add(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         for k in true_rows(step.done):
             self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
         return batch
-
-    def _score(self, batch: dict[str, np.ndarray], env_ids: list[int]) -> None:
-        """Add the scorer's per-row reports of a step's transitions to their envs' episode sums."""
-        if not env_ids:
-            return
-        index = np.asarray(env_ids, np.int64)
-        for name, values in self.scorer(batch).items():
-            sums = self._scores.setdefault(name, np.zeros(self._env.env_num))
-            np.add.at(sums, index, values)
 
     def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> None:
         """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the
@@ -243,44 +232,35 @@ class _SerialCollector:
                 {k: np.array([self._output_pool[i][k] for i in returned]) for k in columns})
 
     def _columnar_keys(self) -> list[str] | None:
-        """The policy-output fields of a transition where this collector may step as columns, else None."""
-        keys = getattr(self._policy, 'plain_transition_keys', None)
-        if keys is None or getattr(self._policy, 'forward_batch', None) is None or \
-                not hasattr(self._env, 'step_batch'):
-            return None
-        return keys
+        """The policy-output fields of a transition where this collector may step as columns, else None (a round
+        begins here: what the env manager offers is read again)."""
+        self._offers = offers(self._env)
+        keys = self._policy.plain_transition_keys
+        return keys if keys is not None and self._policy.forward_batch is not None and self._offers.steps_columns \
+            else None
 
     def _finish_episode(self, env_id: int, info: dict | None) -> None:
-        """``env_id``'s episode ended: counted (an agent's: counted with its team's, ``team_episode``)."""
-        if hasattr(self._env, 'agents'):
-            team = (info or {}).get('team')
-            episode = None if team is None else team_episode(team, info, self._env)
-        else:
-            episode = {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
-                       **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
-                       **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
-                       **episode_metrics(info, getattr(self._env, 'info_metrics', ())), **self._reports(env_id)}
+        """``env_id``'s episode ended: its finished-episode record (the manager's ``episodes``: an agent slot's is
+        its team's, once the team's episode ends) counted, and handed to the round's hooks."""
+        episode = self._offers.episodes.record(env_id, info, lambda: self._own_record(env_id, info))
         if episode is not None:
             self._episode_info.append(episode)
             self.finished_episodes.append(episode)
             self.total_episode += 1
-            parameters = getattr(self._env, 'parameters', None)
-            if parameters is not None:  # (a reward-measured lesson counts training episodes, as ML-Agents')
-                parameters.curriculum.episode_returns([episode['return']])
+            for hook in self._offers.hooks:
+                hook.collected(episode)
         self._end_episode(env_id, keep_traj=True)
 
-    def _reports(self, env_id: int) -> dict[str, float]:
-        """The episode's ``report_collected`` figures: ``value_estimate`` its mean over the steps, the signals'
-        rewards summed into ``<signal>_return``."""
-        length = max(int(self._length[env_id]), 1)
-        return {name if name == 'value_estimate' else f'{name}_return':
-                float(sums[env_id] / length if name == 'value_estimate' else sums[env_id])
-                for name, sums in self._scores.items()}
+    def _own_record(self, env_id: int, info: dict | None) -> dict[str, float]:
+        return {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
+                **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
+                **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
+                **episode_metrics(info, self._offers.info_metrics),
+                **self._reports.episode(env_id, self._length[env_id])}
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
         self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
-        for sums in self._scores.values():
-            sums[env_id] = 0.0
+        self._reports.end(env_id)
         self._running[env_id] = 0.0
         if self._dims is not None:
             self._dims[env_id] = 0.0
@@ -291,36 +271,18 @@ class _SerialCollector:
         self._policy.reset([env_id])
 
     def _maybe_log(self, train_iter: int) -> None:
-        """After each collect call: the lessons moved on where due, and the log line every collect_print_freq."""
-        self._advance_lessons()
+        """After each collect call: the round's hooks (lessons moved on where due), and the log line every
+        collect_print_freq."""
+        for hook in self._offers.hooks:
+            hook.round_done(self.envstep, self.logger, self._tb_logger)
         if train_iter - self._last_print_iter < self._cfg.collect_print_freq or not self._episode_info:
             return
         self._last_print_iter = train_iter
-        self._write_lessons()
+        for hook in self._offers.hooks:
+            hook.log(self.envstep, self._tb_logger)
         self.write_log(self._episode_info, train_iter, self.envstep, self.env_restarts, self.pop_entropy(),
                        self.nonfinite_dropped, pop_env_stats(self._env))
         self._episode_info = []
-
-    def _advance_lessons(self) -> None:
-        """Move ``env.environment_parameters``' lessons whose completion criteria are met (each env gets the new
-        value at its next episode); log each move and every parameter's lesson."""
-        parameters = getattr(self._env, 'parameters', None)
-        if parameters is None or not parameters.curriculum.has_lessons:
-            return
-        moves = parameters.curriculum.advance(self.envstep)
-        for name, lesson, index in moves:
-            value = lesson.value if not hasattr(lesson.value, 'kind') else f"a {lesson.value.kind} sampler"
-            self.logger.info(f"curriculum: {name} moves to lesson {index} {lesson.name!r} ({value}) at env step "
-                             f"{self.envstep}")
-        if moves:
-            self._write_lessons()
-
-    def _write_lessons(self) -> None:
-        """Every parameter's lesson as ``curriculum/<name>/lesson`` (at each move and each log line)."""
-        parameters = getattr(self._env, 'parameters', None)
-        if parameters is not None and parameters.curriculum.has_lessons:
-            write_scalars(self._tb_logger, 'curriculum', {f'{name}/lesson': index for name, index in
-                                                          parameters.curriculum.lesson.items()}, self.envstep)
 
     def write_log(self, *args: Any) -> None:
         """``log_episodes`` to this collector's tensorboard and text log (its arguments after the two loggers)."""
@@ -334,7 +296,7 @@ class _SerialCollector:
 
     def pop_entropy(self) -> float | None:
         """The collecting policy's mean entropy since the last call (None where the policy does not say)."""
-        pop = getattr(self._policy, 'pop_entropy', None)
+        pop = self._policy.pop_entropy
         return pop() if pop is not None else None
 
     def state_dict(self) -> dict[str, Any]:
@@ -378,7 +340,7 @@ class _SerialCollector:
 
 
 @SERIAL_COLLECTOR_REGISTRY.register('sample')
-class SampleSerialCollector(_SerialCollector):
+class SampleSerialCollector(BaseSerialCollector):
     """Returns at least ``n_sample`` training samples per ``collect`` (every env steps together)."""
 
     config = dict(type='sample')     # the registered collector name
@@ -393,7 +355,17 @@ class SampleSerialCollector(_SerialCollector):
         if keys is None:
             return self._collect_transitions(n_sample, train_iter, policy_kwargs)
         columns = collect_batches([self], n_sample, train_iter, policy_kwargs, as_arrays=True)[0]
-        return columns if isinstance(columns, list) else _rows(columns, keys)
+        return columns if isinstance(columns, list) else transition_rows(columns, keys)
+
+    def round_keys(self) -> list[str] | None:
+        """The policy-output fields of a transition where this collector steps as columns in ``collect_batches``'
+        rounds (its class's own ``collect``, a plain policy and a manager with batch steps), else None."""
+        return self._columnar_keys() if type(self).collect is SampleSerialCollector.collect else None
+
+    def collect_alone(self, n_sample: int | None, train_iter: int = 0, policy_kwargs: dict | None = None) -> list[Any]:
+        """Its samples one transition at a time: its own ``collect`` where a subclass wrote one."""
+        own = type(self).collect is not SampleSerialCollector.collect
+        return (self.collect if own else self._collect_transitions)(n_sample, train_iter, policy_kwargs)
 
     def _collect_transitions(self, n_sample: int | None = None, train_iter: int = 0,
                              policy_kwargs: dict | None = None) -> list[Any]:
@@ -422,133 +394,7 @@ class SampleSerialCollector(_SerialCollector):
         return collect_batches([self], n_sample, train_iter, policy_kwargs)[0]
 
 
-def begin_step_batch(env: Any, ids: list[int], actions: np.ndarray) -> Callable[[], Any]:
-    """``env.step_batch(ids, actions)`` begun through the manager's ``step_batch_begin`` (envs in processes of their
-    own step while the caller begins other managers' steps); the call returned finishes it. A user's manager with
-    ``step_batch`` only steps at once."""
-    begin = getattr(env, 'step_batch_begin', None)
-    if begin is not None:
-        return begin(ids, actions)
-    step = env.step_batch(ids, actions)
-    return lambda: step
-
-
-# (stacked observations of the workers at these positions, the positions) -> the policy outputs, one each
-Forward = Callable[[list[Tensor], list[int]], list[dict[str, Tensor]]]
-
-
-def _rows(columns: dict[str, np.ndarray], output_keys: list[str]) -> list[dict[str, Any]]:
-    """Transition dicts cut from a columnar batch, each field as the per-transition path gives it (``Transition``s:
-    collated again untouched, they give the columns back)."""
-    fields = {}
-    for key, column in columns.items():
-        if key in output_keys:
-            fields[key] = torch.from_numpy(column).unbind(0)  # the policy's outputs: tensor rows
-        elif key in ('reward', 'done') and column.ndim == 1:
-            fields[key] = column.tolist()  # Python floats and bools
-        else:
-            fields[key] = list(column)  # array rows (observations), numpy scalars
-    return transitions(columns, fields)
-
-
-def _one_at_a_time(collectors: list[SampleSerialCollector], n_sample: int | None, train_iter: int,
-                   policy_kwargs: dict | None, as_arrays: bool) -> list[Any]:
-    """``collect_batches`` one transition at a time, each collector on its own."""
-    samples = [_transitions(c, n_sample, train_iter, policy_kwargs) for c in collectors]
-    return samples if as_arrays else [default_collate(s, as_batch=False) for s in samples]
-
-
-def _transitions(collector: SampleSerialCollector, n_sample: int | None, train_iter: int,
-                 policy_kwargs: dict | None) -> list[Any]:
-    """A collector's samples one transition at a time: its own ``collect`` where a subclass wrote one."""
-    own = type(collector).collect is not SampleSerialCollector.collect
-    return (collector.collect if own else collector._collect_transitions)(n_sample, train_iter, policy_kwargs)
-
-
-def collect_batches(collectors: list[SampleSerialCollector], n_sample: int | None, train_iter: int = 0,
-                    policy_kwargs: dict | None = None, forward: Forward | None = None,
-                    as_arrays: bool = False) -> list[dict[str, Any] | list[Any]]:
-    """``collect_batch`` of each collector, stepped together: at each env step one ``forward`` call (default: each
-    collector's own policy) acts for the ready envs of every collector still short of ``n_sample``. Where one of
-    them cannot step as columns, each collects on its own (one transition at a time). ``as_arrays``: the columns
-    as numpy arrays (a list of transitions where they were collected one at a time)."""
-    keys = [c._columnar_keys() if type(c).collect is SampleSerialCollector.collect else None for c in collectors]
-    if None in keys:
-        return _one_at_a_time(collectors, n_sample, train_iter, policy_kwargs, as_arrays)
-    if n_sample is None or n_sample <= 0:
-        raise ValueError(f"collect needs a positive n_sample, got {n_sample!r}")
-    chunks: list[list[dict[str, np.ndarray]]] = [[] for _ in collectors]
-    counts, start = [0] * len(collectors), time.perf_counter()
-    todo = list(range(len(collectors)))
-    while todo:
-        ready = [collectors[k]._ready_columns() for k in todo]
-        if None in ready:  # observations of another form (dicts): per-env transitions
-            if any(chunks):
-                raise ValueError("the envs' observations stopped stacking into one array mid-collect")
-            return _one_at_a_time(collectors, n_sample, train_iter, policy_kwargs, as_arrays)
-        inputs = [torch.from_numpy(obs) for _, obs in ready]
-        outputs = forward(inputs, todo) if forward is not None else \
-            [collectors[k]._forward_rows(ids, o, policy_kwargs) for k, (ids, _), o in zip(todo, ready, inputs)]
-        finishes = [collectors[k]._begin_step_columns(keys[k], ids, obs, output)  # every env's step sent, then
-                    for k, (ids, obs), output in zip(todo, ready, outputs)]    # gathered: processes step at once
-        for k, finish in zip(todo, finishes):
-            chunks[k].append(finish())
-            counts[k] += len(chunks[k][-1]['reward'])
-        todo = [k for k in todo if counts[k] < n_sample]
-    batches = []
-    for collector, parts in zip(collectors, chunks):
-        collector.collect_time = time.perf_counter() - start
-        collector._maybe_log(train_iter)
-        arrays = parts[0] if len(parts) == 1 else {k: np.concatenate([c[k] for c in parts]) for k in parts[0]}
-        batches.append(arrays if as_arrays else {k: torch.from_numpy(v) for k, v in arrays.items()})
-    return batches
-
-
-@SERIAL_COLLECTOR_REGISTRY.register('episode')
-class EpisodeSerialCollector(_SerialCollector):
-    """Returns at least ``n_episode`` whole episodes per ``collect``; each a list of transitions (or train samples)."""
-
-    config = dict(
-        type='episode',              # the registered collector name
-        get_train_sample=False,      # True: pass episodes through policy.get_train_sample
-    )
-
-    def collect(self, n_episode: int | None = None, train_iter: int = 0,
-                policy_kwargs: dict | None = None) -> list[list[Any]]:
-        if n_episode is None or n_episode <= 0:
-            raise ValueError(f"collect needs a positive n_episode, got {n_episode!r}")
-        episodes: list[list[Any]] = []
-        while len(episodes) < n_episode:
-            for env_id, transition, ended in self._step(policy_kwargs):
-                if transition is not None:
-                    self._traj[env_id].append(transition)
-                if ended:
-                    episode = self._traj[env_id]
-                    episodes.append(self._policy.get_train_sample(episode) if self._cfg.get_train_sample else episode)
-                    self._traj[env_id] = []
-        self._maybe_log(train_iter)
-        return episodes
-
-
-def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
-                 env_restarts: int, entropy: float | None = None, nonfinite_dropped: int = 0,
-                 info_stats: dict[str, float] | None = None) -> None:
-    """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each), the
-    collecting policy's ``entropy``, the transitions dropped for a NaN/inf and the envs' ``info_stats`` to
-    tensorboard and the log."""
-    returns = [e['return'] for e in episodes]
-    stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
-             'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
-             'episode_count': float(len(returns)), 'envstep_count': float(envstep),
-             'env_restart_count': float(env_restarts), 'nonfinite_dropped_count': float(nonfinite_dropped),
-             **mean_metrics(episodes), **(info_stats or {})}
-    if entropy is not None:
-        stats['entropy'] = entropy
-    write_scalars(tb_logger, 'collector', stats, envstep)
-    logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", stats))
-
-
-def create_serial_collector(cfg: dict, **kwargs: Any) -> _SerialCollector:
+def create_serial_collector(cfg: dict, **kwargs: Any) -> BaseSerialCollector:
     """Build the registered collector ``cfg.type`` (``'sample'`` or ``'episode'``) after its ``import_names``."""
     import_names(cfg.get('import_names'))
     return SERIAL_COLLECTOR_REGISTRY.build(cfg.get('type') or 'sample', cfg, **kwargs)

@@ -16,15 +16,16 @@ from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fiel
 from ..registry import SERIAL_EVALUATOR_REGISTRY
 from ..utils.default_config import class_default_config, with_defaults
 from ..utils.checkpoint import atomic_write_text
-from .collector import Forward, begin_step_batch
-from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics, \
-    team_episode
+from .collect_round import Forward
+from .episode_metrics import ReturnTally, episode_metrics, mean_metrics, pop_env_stats, return_metrics
+from .manager_protocol import begin_step_batch, offers, policy_mode
 from .logger import build_logger, format_scalars, write_scalars
 from .memory import EnvMemory
 
 MAX_BROKEN_PER_EPISODE = 3  # env restarts an evaluation tolerates, per requested episode
 CSV_COLUMNS = ['train_iter', 'envstep', 'wall_time', 'return_mean', 'return_std', 'return_min', 'return_max']
 CSV_HEADER = ','.join(CSV_COLUMNS) + '\n'  # then a column per info metric (success_rate, ...), as they appear
+StopRule = Callable[[int, int, dict], 'str | None']  # (train_iter, envstep, info) -> why the run stops, or None
 
 
 @SERIAL_EVALUATOR_REGISTRY.register('interaction')
@@ -43,14 +44,19 @@ class InteractionSerialEvaluator:
         return class_default_config(cls)
 
     def __init__(self, cfg: dict | None, env: Any, policy: SimpleNamespace | None, tb_logger: Any = None,
-                 exp_name: str | None = 'default_experiment', instance_name: str = 'evaluator') -> None:
+                 exp_name: str | None = 'default_experiment', instance_name: str = 'evaluator', *,
+                 on_nonfinite: str = 'stop', stop_rule: StopRule | None = None) -> None:
         """``env`` and ``policy`` None: only ``record`` results that an evaluator elsewhere (a Ray actor) ran;
-        ``exp_name`` None: only ``run_episodes``, writing no files."""
+        ``exp_name`` None: only ``run_episodes``, writing no files. ``on_nonfinite``: a NaN/inf from an env stops the
+        run (``'stop'``: ``NonFiniteEnvError``) or skips that episode (``'skip'``); ``stop_rule(train_iter, envstep,
+        info)``: another reason to stop, asked after each evaluation (a search's pruner), or None."""
         self._cfg = with_defaults(type(self), cfg)
+        policy = policy_mode(policy)
         self._env, self._policy, self._tb_logger = env, policy, tb_logger
         self._tally = ReturnTally(policy) if policy is not None else None  # returns' weights, the metrics' gamma
-        spec = getattr(policy, 'memory', None)
+        spec = policy.memory if policy is not None else None
         self._memory = EnvMemory(spec, env.env_num) if spec else None  # a recurrent policy's state per env
+        self._offers = offers(env) if env is not None else None
         self.logger = build_logger(exp_name, instance_name)
         self.csv_path = os.path.join(exp_name, 'log', 'evaluator.csv') if exp_name is not None else None
         self.n_episode = self._cfg.n_episode or (env.env_num if env is not None else 1)
@@ -62,10 +68,7 @@ class InteractionSerialEvaluator:
         self._last_eval_iter = -1
         self._start_time = time.time()
         self._csv_recorded_iter = -1
-        self.on_nonfinite = 'stop'  # a NaN/inf from an env: 'stop' (NonFiniteEnvError) or 'skip' that episode
-        # another reason to stop, asked after each evaluation: (train_iter, envstep, info) -> why, or None (a search's
-        # pruner)
-        self.stop_rule: Callable[[int, int, dict[str, float]], str | None] | None = None
+        self.on_nonfinite, self._stop_rule = on_nonfinite, stop_rule
         self._tainted: set[int] = set()  # envs whose current episode had a NaN/inf (skipped)
 
     @property
@@ -85,10 +88,9 @@ class InteractionSerialEvaluator:
 
     def _episode_quota(self) -> dict[int, int]:
         """Episodes left per env; a multi-agent env's slots share their env's (its episode is the team's)."""
-        envs = getattr(self._env, 'team_envs', self._env.env_num)
-        base, extra = divmod(self.n_episode, envs)
-        of = getattr(self._env, 'env_of', lambda i: i)
-        return {i: base + (1 if of(i) < extra else 0) for i in range(self._env.env_num)}
+        episodes = self._offers.episodes
+        base, extra = divmod(self.n_episode, episodes.groups)
+        return {i: base + (1 if episodes.group_of(i) < extra else 0) for i in range(self._env.env_num)}
 
     def run_episodes(self) -> list[float]:
         """Returns of ``n_episode`` deterministic episodes (each env runs its share); their info metrics are in
@@ -96,6 +98,7 @@ class InteractionSerialEvaluator:
         return run_episodes_together([self])[0]
 
     def _begin_episodes(self) -> None:
+        self._offers = offers(self._env)
         self._env.reset()
         self._policy.reset()
         if self._memory is not None:
@@ -104,9 +107,8 @@ class InteractionSerialEvaluator:
         self._all_ids = list(range(self._env.env_num))
         # how the envs act and step this run: one forward on stacked observations; a step as columns (step_batch of
         # a manager that returns the envs it was given)
-        self._stacks = getattr(self._policy, 'forward_batch', None) is not None and \
-            hasattr(self._env, 'ready_obs_batch')
-        self._steps_as_columns = hasattr(self._env, 'step_batch') and not getattr(self._env, 'asynchronous', False)
+        self._stacks = self._policy.forward_batch is not None and self._offers.stacks_obs
+        self._steps_as_columns = self._offers.steps_columns and not self._offers.asynchronous
         self.episode_metrics, self.info_stats = [], {}
         pop_env_stats(self._env)  # what other steps of these envs reported does not count
         self._discounted, self._length = np.zeros(self._env.env_num), np.zeros(self._env.env_num, dtype=np.int64)
@@ -212,24 +214,24 @@ class InteractionSerialEvaluator:
                 self._episode_end(env_id, info)
 
     def _episode_end(self, env_id: int, info: dict) -> None:
-        """An episode that counts: its return (the env's own, in its units) and metrics kept. An agent's ends with
-        its team's (``info['team']``), which counts once for all of its env's slots."""
-        if hasattr(self._env, 'agents'):
-            self._reset_env(env_id)
-            if 'team' in info:
-                self._returns.append(float(info['team']['return']))
-                self.episode_metrics.append(team_episode(info['team'], info, self._env))
-                for slot in [s for s in self._quota if self._env.env_of(s) == self._env.env_of(env_id)]:
-                    self._quota[slot] -= 1
-            return
-        returns = _episode_return(info, env_id, self._tally.dim)
-        self._returns.append(float(self._tally.total(returns)))
-        self.episode_metrics.append({
-            **return_metrics(self._returns[-1], self._discounted[env_id], self._length[env_id]),
-            **self._tally.dim_metrics(returns),
-            **episode_metrics(info, getattr(self._env, 'info_metrics', ()))})
-        self._quota[env_id] -= 1
+        """An episode that counts: its finished-episode record (the manager's ``episodes``: the env's own return, in
+        its units, and metrics; an agent slot's is its team's, counted once for all of its env's slots)."""
+        episodes = self._offers.episodes
+        record = episodes.record(env_id, info, lambda: self._own_record(env_id, info))
         self._reset_env(env_id)
+        if record is None:
+            return
+        self._returns.append(float(record['return']))
+        self.episode_metrics.append(record)
+        group = episodes.group_of(env_id)
+        for slot in [s for s in self._quota if episodes.group_of(s) == group]:
+            self._quota[slot] -= 1
+
+    def _own_record(self, env_id: int, info: dict) -> dict[str, float]:
+        returns = _episode_return(info, env_id, self._tally.dim)
+        total = float(self._tally.total(returns))
+        return {'return': total, **return_metrics(total, self._discounted[env_id], self._length[env_id]),
+                **self._tally.dim_metrics(returns), **episode_metrics(info, self._offers.info_metrics)}
 
     def _broken_episode(self, env_id: int, info: dict) -> None:
         """An episode that does not count (its env restarted, or a non-finite value in it, skipped)."""
@@ -249,13 +251,13 @@ class InteractionSerialEvaluator:
 
     def record(self, returns: list[float], save_ckpt_fn: Callable[[str], Any] | None = None, train_iter: int = -1,
                envstep: int = -1, metrics: list[dict[str, float]] | None = None,
-               tb_step: int | None = None) -> tuple[bool, dict[str, float]]:
-        """Log the episode ``returns`` (and info ``metrics``, a dict per episode) of the weights of ``train_iter``
-        as ``eval`` does; ``(stop, info)``."""
+               tb_step: int | None = None, info_stats: dict[str, float] | None = None) -> tuple[bool, dict[str, float]]:
+        """Log the episode ``returns`` (and info ``metrics``, a dict per episode; ``info_stats``: the envs', where
+        they ran elsewhere) of the weights of ``train_iter`` as ``eval`` does; ``(stop, info)``."""
         returns = np.asarray(returns)
         info = {'return_mean': float(returns.mean()), 'return_std': float(returns.std()),
                 'return_min': float(returns.min()), 'return_max': float(returns.max()),
-                **mean_metrics(metrics or []), **self.info_stats}
+                **mean_metrics(metrics or []), **(self.info_stats if info_stats is None else info_stats)}
         self.info_stats = {}
         self._append_csv(train_iter, envstep, info)
         write_scalars(self._tb_logger, 'evaluator', info, envstep if tb_step is None else tb_step)
@@ -263,11 +265,11 @@ class InteractionSerialEvaluator:
             self.best_return = info['return_mean']
             if save_ckpt_fn is not None:
                 save_ckpt_fn('ckpt_best.pth.tar')
-        parameters = getattr(self._env, 'parameters', None)
         # an easier lesson's return does not stop a run: the stop value counts from the last lessons on
-        stop = info['return_mean'] >= self.stop_value and (parameters is None or parameters.curriculum.finished)
+        hooks = self._offers.hooks if self._offers is not None else ()
+        stop = info['return_mean'] >= self.stop_value and all(hook.stop_allowed for hook in hooks)
         why = f"reached stop value {self.stop_value}" if stop else \
-            self.stop_rule(train_iter, envstep, info) if self.stop_rule is not None else None
+            self._stop_rule(train_iter, envstep, info) if self._stop_rule is not None else None
         self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info) + (f" | {why}" if why else ''))
         self.last_info = info
         return why is not None, info
@@ -330,9 +332,8 @@ def run_episodes_together(evaluators: list[InteractionSerialEvaluator],
             finish()
     for evaluator in evaluators:
         evaluator.info_stats = pop_env_stats(evaluator._env)
-        parameters = getattr(evaluator._env, 'parameters', None)
-        if parameters is not None:  # a lesson measured on evaluations (completion_criteria.source='evaluator')
-            parameters.curriculum.episode_returns(evaluator._returns, 'evaluator')
+        for hook in evaluator._offers.hooks:
+            hook.evaluated(evaluator._returns)
     return [evaluator._returns for evaluator in evaluators]
 
 

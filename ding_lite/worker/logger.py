@@ -6,7 +6,10 @@ import os
 import sys
 from typing import Any
 
+import numpy as np
 from tensorboardX import SummaryWriter
+
+from .episode_metrics import mean_metrics
 
 
 def build_logger(exp_name: str | None, name: str, console: bool = False) -> logging.Logger:
@@ -48,3 +51,21 @@ def write_scalars(tb_logger: SummaryWriter | None, prefix: str, scalars: dict[st
         tracker = getattr(tb_logger, 'tracker', None)
         if tracker is not None:  # the same scalars, with the step tensorboard files them under
             tracker.log({**{f'{prefix}/{key}': value for key, value in scalars.items()}, f'{prefix}/step': step})
+
+
+def log_episodes(tb_logger: Any, logger: Any, episodes: list[dict[str, float]], train_iter: int, envstep: int,
+                 env_restarts: int, entropy: float | None = None, nonfinite_dropped: int = 0,
+                 info_stats: dict[str, float] | None = None) -> None:
+    """Write the collector's statistics of ``episodes`` (``{'return', 'length', <info metrics>}`` each), the
+    collecting policy's ``entropy``, the transitions dropped for a NaN/inf and the envs' ``info_stats`` to
+    tensorboard and the log."""
+    returns = [e['return'] for e in episodes]
+    stats = {'episode_return_mean': float(np.mean(returns)), 'episode_return_std': float(np.std(returns)),
+             'episode_length_mean': float(np.mean([e['length'] for e in episodes])),
+             'episode_count': float(len(returns)), 'envstep_count': float(envstep),
+             'env_restart_count': float(env_restarts), 'nonfinite_dropped_count': float(nonfinite_dropped),
+             **mean_metrics(episodes), **(info_stats or {})}
+    if entropy is not None:
+        stats['entropy'] = entropy
+    write_scalars(tb_logger, 'collector', stats, envstep)
+    logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", stats))

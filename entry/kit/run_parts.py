@@ -20,7 +20,7 @@ from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
-from ding_lite.worker.collector import collect_batches
+from ding_lite.worker.collect_round import collect_batches
 from ding_lite.worker.episode_metrics import InfoStats
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,
-                 save_cfg: bool = True, overlap: str | bool | None = None) -> SimpleNamespace:
+                 save_cfg: bool = True, overlap: str | bool | None = None, stop_rule: Any = None) -> SimpleNamespace:
     """Envs, policy, learner, collector, evaluator and replay buffer of a serial run, checked against each other
     (``fit_model_to_env``, which re-saves ``total_config.py`` with ``save_cfg``, and ``first_step``) and seeded.
     ``overlap``: how it collects while it learns, ``'process'`` or ``'stream'`` (None: ``overlap_collection(cfg)``;
@@ -40,7 +40,7 @@ def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Modul
     with closed_on_error([collector_env, evaluator_env]) as closables:
         fit_model_to_env(cfg, collector_env, save=save_cfg)
         overlap = overlap_collection(cfg) if overlap is None else overlap
-        run = _build_parts(cfg, collector_env, evaluator_env, model, overlap)
+        run = _build_parts(cfg, collector_env, evaluator_env, model, overlap, stop_rule)
         closables[:] = run.closables
         first_step(cfg, env_setting, run.policy, [run.buffer])
         if getattr(run.buffer, 'binds_goals', False):
@@ -62,7 +62,7 @@ def bind_goals(buffer: ReplayBuffer, env_setting: tuple) -> Any:
 
 
 def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: nn.Module | None,
-                 overlap: str | bool | None) -> SimpleNamespace:
+                 overlap: str | bool | None, stop_rule: Any) -> SimpleNamespace:
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if cfg.policy.deterministic:
         set_deterministic(True)
@@ -71,15 +71,14 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     tb_logger = build_tb_logger(cfg.exp_name, tracker=tracker)
     kwargs = dict(tb_logger=tb_logger, exp_name=cfg.exp_name)
     learner, buffer = build_learner(cfg, policy, tb_logger)
-    collector = create_serial_collector(cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode,
-                                       **kwargs)
-    evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, **kwargs)
-    collector.on_nonfinite = evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
-    collector.norm_reward = bool((cfg.env.get('norm_reward') or {}).get('use_norm'))
-    collector.episode_fields = getattr(buffer, 'episode_fields', False)  # what the buffer declares it needs
-    if cfg.policy.collect.collector.get('report_collected'):
-        collector.scorer = _scorer(policy, overlap)
-    if overlap == 'process':  # after on_nonfinite, norm_reward and episode_fields: the child takes them along
+    on_nonfinite = cfg.policy.learn.learner.on_nonfinite
+    collector = create_serial_collector(
+        cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode, on_nonfinite=on_nonfinite,
+        norm_reward=bool((cfg.env.get('norm_reward') or {}).get('use_norm')), episode_fields=getattr(buffer, 'episode_fields', False),
+        scorer=_scorer(policy, overlap) if cfg.policy.collect.collector.get('report_collected') else None, **kwargs)
+    evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
+                                           on_nonfinite=on_nonfinite, stop_rule=stop_rule, **kwargs)
+    if overlap == 'process':  # the child takes the collector's settings along
         collector = OverlappedCollector(collector, policy, cfg.seed)
     elif overlap == 'stream':
         policy.act_from_snapshot()

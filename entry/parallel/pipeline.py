@@ -21,7 +21,7 @@ from torch import nn
 from ding_lite.data.collate import unflatten_batch
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import InteractionSerialEvaluator
-from ding_lite.worker.collector import log_episodes
+from ding_lite.worker.logger import log_episodes
 from ding_lite.worker.episode_metrics import InfoStats
 from ding_lite.worker.logger import build_logger, build_tb_logger, write_scalars
 from envs import BaseEnvManager
@@ -278,10 +278,9 @@ class Driver:
         if result is None:  # the evaluator was replaced: evaluate the same weights again
             self._pool.submit(slot, 'evaluate', request['weights'], **request)
             return
-        self._run.evaluator.info_stats = result['info_stats']
         stop, info = self._run.evaluator.record(
             result['returns'], lambda name: self._learner.save_checkpoint(name, state=request['state']),
-            request['train_iter'], request['envstep'], result.get('metrics'))
+            request['train_iter'], request['envstep'], result.get('metrics'), info_stats=result['info_stats'])
         self.bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
         self._stop = self._stop or stop
 

@@ -61,8 +61,8 @@ class CollectorWorker:
         self._policy = _cpu_policy(cfg, policy_cls, model, 'collect', num_threads)
         self._env = build_env_manager(cfg, env_setting, 'collector', seed)
         self._collector = create_serial_collector(cfg.policy.collect.collector, env=self._env,
-                                                  policy=self._policy.collect_mode, exp_name=None)
-        self._collector.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
+                                                  policy=self._policy.collect_mode, exp_name=None,
+                                                  on_nonfinite=cfg.policy.learn.learner.on_nonfinite)
 
     def ready(self) -> bool:
         return True
@@ -99,8 +99,7 @@ class EvaluatorWorker:
         self._policy = _cpu_policy(cfg, policy_cls, model, 'eval', num_threads)
         env = build_env_manager(cfg, env_setting, 'evaluator', cfg.seed)
         self._evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, env, self._policy.eval_mode,
-                                                     exp_name=None)
-        self._evaluator.on_nonfinite = cfg.policy.learn.learner.on_nonfinite
+                                                     exp_name=None, on_nonfinite=cfg.policy.learn.learner.on_nonfinite)
 
     ready = CollectorWorker.ready
 

@@ -20,7 +20,7 @@ from torch import nn
 
 from ding_lite.config import ConfigError, apply_overrides, read_config
 from ding_lite.worker import SampleSerialCollector
-from ding_lite.worker.collector import collect_batches
+from ding_lite.worker.collect_round import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
 from policy_zoo import HybridSACPolicy, Policy, get_policy_cls
@@ -121,10 +121,11 @@ def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | 
                model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
                resume: bool | str = False, overrides: dict[str, Any] | None = None,
                prepare: Callable[[SimpleNamespace], None] | None = None, name: str = 'seeds',
-               compiled: dict[int, EasyDict] | None = None) -> list[Policy]:
+               compiled: dict[int, EasyDict] | None = None, stop_rules: list[Any] | None = None) -> list[Policy]:
     """Train ``rows``, each a ``(main_config, create_config)`` pair and its seed (one config's seeds, or a search's
     trials, whose configs differ in ``ROW_SETTINGS`` at most), as one run of ``SeedAxis`` updates, each row in its
     own ``exp_name`` folder as a single run would; ``prepare(run)`` is called on each row's run once it is built;
+    ``stop_rules``: each row's evaluator's other reason to stop (``InteractionSerialEvaluator``'s ``stop_rule``);
     ``name``: the pipeline (``PIPELINES``) whose declarations the rows are checked against; ``compiled``: rows'
     configs compiled unsaved already, by seed. ``model`` is copied for each row; ``resume`` True continues every
     row's folder."""
@@ -132,13 +133,13 @@ def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | 
         raise ConfigError(f"resume={resume!r}: a run of many seeds resumes each seed's own folder; pass True")
     runs = []
     with contextlib.ExitStack() as stack:
-        for row_cfg, seed in rows:
+        for k, (row_cfg, seed) in enumerate(rows):
             cfg, resume_path = compile_run(row_cfg, seed, resume, overrides, pipeline=name,
                                            compiled=(compiled or {}).get(seed))
             with starting(cfg, resume_path):
                 # one forward acts for every seed's envs: collection stays in this process
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,
-                                   overlap=False)
+                                   overlap=False, stop_rule=(stop_rules or [None] * len(rows))[k])
             run.rng = torch.get_rng_state()  # the seed's stream, where a single run's starts (after its set-up)
             stack.callback(lambda closables=run.closables: [c.close() for c in closables])
             with starting(cfg, resume_path):

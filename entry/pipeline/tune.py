@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import math
 import os
@@ -278,11 +279,10 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
     pending = iter(records)  # prepare is called on the rows' runs in their order
 
     def prepare(run: SimpleNamespace) -> None:
-        record = next(pending)
-        record.episodes = run.evaluator.n_episode
-        run.evaluator.stop_rule = lambda train_iter, envstep, info: _report(record, envstep, info)
+        next(pending).episodes = run.evaluator.n_episode
+    stop_rules = [functools.partial(_report, record) for record in records]  # each evaluation to its trial
     try:
-        train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare, name='tune')
+        train_rows(rows, serial_setup, max_env_step=max_env_step, prepare=prepare, name='tune', stop_rules=stop_rules)
     except KeyboardInterrupt:
         raise  # (the trials stay running: a resumed search asks their parameters again)
     except Exception as error:  # a trial's run failed (a NaN at a large learning rate): the search goes on
@@ -304,7 +304,7 @@ def _run_group(study: Any, optuna: Any, trials: list[Any], config: tuple, folder
             study.tell(record.trial, curve_score(record.curve, max_env_step))
 
 
-def _report(record: SimpleNamespace, envstep: int, info: dict[str, float]) -> str | None:
+def _report(record: SimpleNamespace, train_iter: int, envstep: int, info: dict[str, float]) -> str | None:
     """An evaluation to the trial (the pruner's intermediate value at ``envstep``); why it stops, if pruned."""
     record.curve.append((envstep, info['return_mean']))
     record.errors.append(info['return_std'] / math.sqrt(max(getattr(record, 'episodes', 1), 1)))

@@ -301,8 +301,8 @@ def test_the_list_api_checks_each_step_once_and_still_names_or_drops_a_bad_trans
     collector = SampleSerialCollector(cfg.policy.collect.collector, make(), policy.collect_mode, exp_name=cfg.exp_name)
     with pytest.raises(NonFiniteEnvError, match=r"env .*\(env [01]\) returned a non-finite reward .*reward=nan"):
         collector.collect(n_sample=8)
-    collector = SampleSerialCollector(cfg.policy.collect.collector, make(), policy.collect_mode, exp_name=cfg.exp_name)
-    collector.on_nonfinite = 'skip'
+    collector = SampleSerialCollector(cfg.policy.collect.collector, make(), policy.collect_mode, exp_name=cfg.exp_name,
+                                      on_nonfinite='skip')
     data = collector.collect(n_sample=12)
     assert collector.nonfinite_dropped == 4 and len(data) == 12  # 8 steps of each env, 2 of them NaN
     assert all(torch.isfinite(torch.as_tensor(t['reward'])).all() for t in data)

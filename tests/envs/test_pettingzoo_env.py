@@ -55,8 +55,7 @@ def test_each_agent_has_its_own_trajectory_that_ends_with_it(policy, columnar, k
     """``keep_ended``: an env that keeps an ended agent in its ``agents`` list (until the episode's end)."""
     slots = _slots(env_kwargs={'keep_ended': True}) if keep_ended else _slots()
     if columnar:  # the sample collector's columns, each row named by its slot
-        collector = SampleSerialCollector({'type': 'sample'}, slots, policy.collect_mode)
-        collector.episode_fields = True
+        collector = SampleSerialCollector({'type': 'sample'}, slots, policy.collect_mode, episode_fields=True)
         batch = collector.collect_batch(n_sample=CYCLES * 3)
         rows = [{k: v[i] for k, v in batch.items()} for i in range(len(batch['reward']))]
         trajectories = [_first_episode([r for r in rows if int(r['env_id']) == slot]) for slot in range(3)]

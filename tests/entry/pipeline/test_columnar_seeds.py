@@ -14,7 +14,7 @@ def test_collectors_stepped_together_survive_a_restarted_env(tiny_pendulum):
     """Two seeds' collectors through one forward per env step (``collect_batches`` with ``SeedAxis.act``): where a
     restarted env leaves one seed short of ``n_sample``, that seed steps on alone, the other padded out of the
     forward, and each ends with its own rows."""
-    from ding_lite.worker.collector import collect_batches
+    from ding_lite.worker.collect_round import collect_batches
     from entry.pipeline.seed_axis import SeedAxis
     cfg, _ = _sac(tiny_pendulum)
     policies = [SACPolicy(cfg.policy) for _ in range(2)]
