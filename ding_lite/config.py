@@ -271,6 +271,15 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     return policy
 
 
+def compile_env_config(main_cfg: dict, create_cfg: dict) -> EasyDict:
+    """The env section alone, as ``compile_config`` compiles it: a probe env's config, read before the rest (the
+    policy type a config runs can depend on the env's action space)."""
+    with warnings.catch_warnings():  # compile_config says it once
+        warnings.simplefilter('ignore', ConfigWarning)
+        _import_create_names(create_cfg)
+    return _compile_env(copy.deepcopy(main_cfg.get('env') or EasyDict()), create_cfg)
+
+
 def _compile_env(env_user: dict, create_cfg: dict) -> EasyDict:
     """The env section: strict against the keys the env class declares (free-form for a class that declares none,
     or without a type: the user's own env reads it), and the manager's section strict against the manager's."""
@@ -314,6 +323,6 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
     return parallel
 
 
-__all__ = ['ALSO_NAMED', 'ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection', 'LoggerSection',
-           'read_config', 'compile_config', 'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict',
-           'deep_merge', 'class_default_config', 'policy_default_config']
+__all__ = ['ALSO_NAMED', 'ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection',
+           'LoggerSection', 'read_config', 'compile_config', 'compile_env_config', 'save_config', 'parse_overrides',
+           'apply_overrides', 'merge_strict', 'deep_merge', 'class_default_config', 'policy_default_config']

@@ -44,7 +44,9 @@ class SACPolicy(Policy):
     critic_term: ClassVar[type[CriticTerm]] = CriticTerm  # an extra term of the critics' loss (CQL's), and its state
     # what its update is written for (ding_lite.capabilities; a subclass declares its own)
     capabilities: ClassVar[frozenset[str]] = frozenset({'recurrent', 'reward_signals', 'reward_vector', 'cloning'})
-    multi_agent_type: ClassVar[str] = 'masac'  # what policy.multi_agent=True runs (this class's own: not inherited)
+    # what policy.multi_agent=True runs, and what runs on hybrid actions (this class's own: not inherited)
+    multi_agent_type: ClassVar[str] = 'masac'
+    hybrid_type: ClassVar[str] = 'hybrid_sac'
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
@@ -117,7 +119,7 @@ class SACPolicy(Policy):
     def _init_learn(self) -> None:
         learn = self._cfg.learn
         self._policy_delay = learn.policy_delay              # critic steps per actor step
-        self._learn_steps = 0                                 # critic steps so far: whose turn the actor's is
+        self.learn_steps = 0                                  # critic steps so far: whose turn the actor's is
         self._actor_stats: dict[str, Tensor] | None = None    # the last actor step's, logged again until the next
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._target_update_freq = learn.target_update_freq
@@ -150,16 +152,7 @@ class SACPolicy(Policy):
         if self.executor.graphs:  # after compile: a graph may hold compiled kernels
             self._update = self.executor.graphed(self._update)
 
-    # the learning seams a run of many seeds (entry's SeedAxis) stacks
-    @property
-    def learn_steps(self) -> int:
-        """Critic steps so far (whose turn the actor's is; checkpoints hold it)."""
-        return self._learn_steps
-
-    @learn_steps.setter
-    def learn_steps(self, value: int) -> None:
-        self._learn_steps = value
-
+    # the learning seams a run of many seeds (entry's SeedAxis) stacks (and learn_steps, which it sets)
     def preprocess_learn(self, data: list[dict] | Batch) -> Batch:
         return self._preprocess_learn(data)
 
@@ -246,15 +239,15 @@ class SACPolicy(Policy):
         grad_norm_critic = self.executor.step(self._optimizer_q, critic_loss)
         extras = self._critic_term.step()  # what else the critics' loss gave gradients to (CQL's weight)
         # else the last actor step's statistics are logged again (a load without them: the actor steps now)
-        if self._learn_steps % self._policy_delay == 0 or self._actor_stats is None:
+        if self.learn_steps % self._policy_delay == 0 or self._actor_stats is None:
             self._actor_stats = self._actor_step(batch.obs)
-        self._learn_steps += 1
+        self.learn_steps += 1
         sequences = (batch.obs,) if isinstance(batch.obs, Memory) else ()  # their means are the loss steps'
         stats = self._heads.head_stats(batch.reward, q.detach())   # with heads: [E, B, K] reported per head
         td, q, target_q = self._heads.summary(td, q, target_q)
         stats |= self.executor.seedwise(learn_stats, critic_loss, td, q, target_q, *sequences)
         stats |= {'grad_norm_critic': grad_norm_critic, **self._actor_stats, **extras}
-        if self._target_model is not None and self._learn_steps % self._target_update_freq == 0:
+        if self._target_model is not None and self.learn_steps % self._target_update_freq == 0:
             self._target_model.update(self._critic_params)
         stats['alpha'] = self._alpha.value
         return {k: v.detach() for k, v in stats.items()}      # tensors; the learner syncs when it logs
@@ -268,7 +261,7 @@ class SACPolicy(Policy):
         cloning = {}
         if self._bc is not None:  # ML-Agents' cloning term, on its own batch of demonstrations
             weighted, cloning['bc_loss'] = self._bc.loss(lambda o: self._actor(self._normalize_obs(o)),
-                                                         self._learn_steps)
+                                                         self.learn_steps)
             policy_loss = policy_loss + weighted
         stats = {'policy_loss': policy_loss, 'entropy': entropy.mean(-1),  # [B] ([S, B] with a seed axis)
                  'grad_norm_actor': self.executor.step(self._optimizer_policy, policy_loss),
@@ -361,7 +354,7 @@ class SACPolicy(Policy):
                 # copies: Optimizer.load_state_dict keeps same-device tensors, so a live state would be shared
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
-                'alpha': self._alpha.state_dict(), 'learn_steps': self._learn_steps,
+                'alpha': self._alpha.state_dict(), 'learn_steps': self.learn_steps,
                 **self._heads.learn_state(), **self._critic_term.learn_state(),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
@@ -374,7 +367,7 @@ class SACPolicy(Policy):
         self._alpha.load_state_dict(state['alpha'])
         self._heads.load_learn_state(state)
         self._critic_term.load_learn_state(state)
-        self._learn_steps = int(state.get('learn_steps', 0))
+        self.learn_steps = int(state.get('learn_steps', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None
         self.executor.restart()  # a captured update still points at the replaced optimizer state

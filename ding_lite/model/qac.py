@@ -212,7 +212,7 @@ class HybridQAC(ContinuousQAC):
     @classmethod
     def default_config(cls) -> EasyDict:
         """ContinuousQAC's keys, ``choices`` and ``box_per_choice``."""
-        return EasyDict({**ContinuousQAC.default_config(), 'choices': 2, 'box_per_choice': False})
+        return EasyDict({**ContinuousQAC.default_config(), 'choices': None, 'box_per_choice': False})
 
     def __init__(
             self,
@@ -229,7 +229,8 @@ class HybridQAC(ContinuousQAC):
         if unsupported:
             raise ValueError(f"model 'hybrid_qac' (hybrid actions) takes none of {sorted(unsupported)} yet")
         if not (isinstance(choices, int) and choices >= 2):
-            raise ValueError(f"model.choices (the Discrete part's size) must be an int >= 2, got {choices!r}")
+            raise ValueError(f"model.choices (the Discrete part's size, which the pipelines read from the env) must be "
+                             f"an int >= 2, got {choices!r}")
         super().__init__(obs_shape, action_shape, **{**kwargs, 'n_quantiles': choices})  # a value per choice
         self.choices, self.box_per_choice = choices, bool(box_per_choice)
         body, gaussian = self.actor[:-1], self.actor[-1]

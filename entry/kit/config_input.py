@@ -2,6 +2,7 @@
 run folders and resume points that --resume finds."""
 from __future__ import annotations
 
+import copy
 import os
 import re
 from typing import Any
@@ -9,28 +10,80 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_lite.capabilities import check as check_capabilities
-from ding_lite.config import ConfigError, compile_config, read_config, save_compiled
-from ding_lite.registry import POLICY_REGISTRY
+from ding_lite.config import ConfigError, apply_overrides, compile_config, compile_env_config, read_config, save_compiled
+from ding_lite.registry import POLICY_REGISTRY, import_names
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
+from envs.from_gym import adapted_env, vec_env_setting
+from envs.hybrid import HybridSpace
 from .capabilities import PIPELINES
 
+_SAID: set[str] = set()  # the notes said already
 
-def compile_input(input_cfg: str | tuple | list, seed: int | None, **kwargs: Any) -> EasyDict:
+
+def compile_input(input_cfg: str | tuple | list, seed: int | None, env_setting: Any = None,
+                  **kwargs: Any) -> EasyDict:
     """Compile a config file path or a ``(main_config, create_config)`` pair (``seed`` None: the config's own;
-    ``kwargs`` are ``compile_config``'s, ``overrides`` among them)."""
+    ``kwargs`` are ``compile_config``'s, ``overrides`` among them), its policy type resolved first
+    (``resolve_policy_type``; ``env_setting``: the pipeline's, where it was given one)."""
     if isinstance(input_cfg, str):
         input_cfg = read_config(input_cfg)
     if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
         raise ConfigError(f"input_cfg must be a config file path or a (main_config, create_config) pair, "
                           f"got {type(input_cfg).__name__}")
-    return compile_config(input_cfg[0], create_cfg=input_cfg[1], seed=seed, **kwargs)
+    main, create = apply_overrides(input_cfg[0], input_cfg[1], kwargs.get('overrides'))
+    main, create = resolve_policy_type(main, create, env_setting)
+    return compile_config(main, create_cfg=create, seed=seed, **kwargs)
+
+
+def resolve_policy_type(main: EasyDict, create: EasyDict, env_setting: Any = None) -> tuple[EasyDict, EasyDict]:
+    """The policy type a config runs, decided once, before it compiles (so its defaults, keys and capability check
+    are that type's): a class that declares a ``hybrid_type`` (``'sac'``: ``'hybrid_sac'``) runs as it on an env
+    whose actions are a Discrete and a Box (a probe env, made and closed), said once. DI-engine's
+    ``policy.multi_agent`` is the compile step's, read from the class's ``multi_agent_type``."""
+    create_policy = create.get('policy') or {}
+    policy_type = create_policy.get('type') or (main.get('policy') or {}).get('type')
+    import_names(create.get('import_names'))
+    hybrid = vars(POLICY_REGISTRY.get(policy_type)).get('hybrid_type') if policy_type in POLICY_REGISTRY else None
+    if hybrid is None or not _acts_hybrid(main, create, env_setting):
+        return main, create
+    _say_once(f"the env acts in a Discrete and a Box (hybrid actions): policy {policy_type!r} runs as {hybrid!r}")
+    create = EasyDict(copy.deepcopy(dict(create)))
+    create.policy = EasyDict({**create_policy, 'type': hybrid})
+    if ((main.get('policy') or {}).get('model') or {}).get('type') == POLICY_REGISTRY.get(policy_type).default_model():
+        main = EasyDict(copy.deepcopy(dict(main)))
+        main.policy.model.pop('type')  # the SAC model named as it is by default: the hybrid policy's own instead
+    return main, create
+
+
+def _say_once(note: str) -> None:
+    """``note`` on the console, once a process (a config compiles again for each seed and a resume)."""
+    if note not in _SAID:
+        _SAID.add(note)
+        print(note, flush=True)
+
+
+def _acts_hybrid(main: EasyDict, create: EasyDict, env_setting: Any) -> bool:
+    """Whether the config's env (or ``env_setting``'s) acts in a Discrete and a Box (``envs.hybrid``). A probe that
+    cannot be made says no: the compile's checks, or the run's own envs, then say why."""
+    try:
+        env_cfg = compile_env_config(main, create)
+        if env_cfg.get('type') is None and env_setting is None:
+            return False
+        env_fn, collector_cfgs, _ = vec_env_setting(env_cfg, env_setting)
+        env = adapted_env(env_fn, cfg=collector_cfgs[0])
+    except Exception:  # a bad env config or env: reported with its own error where the run checks it
+        return False
+    try:
+        return isinstance(env.action_space, HybridSpace)
+    finally:
+        env.close()
 
 
 def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | str,
                 overrides: dict[str, Any] | None = None, pipeline: str = 'serial',
-                compiled: EasyDict | None = None) -> tuple[EasyDict, str | None]:
+                compiled: EasyDict | None = None, env_setting: Any = None) -> tuple[EasyDict, str | None]:
     """The compiled config of a training run and, when resuming, the checkpoint to continue.
 
     A new run gets a fresh folder (``total_config.py`` written); a resumed one writes into the folder of the run it
@@ -40,7 +93,7 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
     runs it: a feature it does not declare is refused before anything is written. ``compiled``: the same input
     already compiled unsaved for this seed (a run of many seeds checks its first seed's), checked and saved as it is.
     """
-    kwargs = dict(overrides=overrides, pipeline=PIPELINES[pipeline])
+    kwargs = dict(overrides=overrides, pipeline=PIPELINES[pipeline], env_setting=env_setting)
     if not resume:
         if compiled is not None:
             check_capabilities(compiled, POLICY_REGISTRY.get(compiled.policy.type), PIPELINES[pipeline])

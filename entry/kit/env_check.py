@@ -17,12 +17,10 @@ from ding_lite.data.collate import to_reward
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
-from envs import get_vec_env_setting
 from envs.agent_slots import FirstAgent
 from envs.hybrid import HybridSpace
 from envs.from_gym import adapted_env
-from policy_zoo import HybridSACPolicy, Policy, SACPolicy, get_policy_cls
-from ding_lite import capabilities
+from policy_zoo import Policy, get_policy_cls
 
 logger = logging.getLogger(__name__)
 _OBS_KEYS = ('obs_shape', 'agent_obs_shape', 'global_obs_shape')  # DI-engine's names of the observation size
@@ -58,8 +56,9 @@ def _action_size(policy_cfg: EasyDict, space: gym.Space, name: str) -> int:
                 "or env.collector_env_num=N") if isinstance(space, gym.spaces.Box) and kind == 'continuous' \
             else f"use policy {other}"
     else:  # MultiDiscrete, MultiBinary, Dict, Tuple, ...
-        hint = ("the SAC family acts in a 1-D Box ('sac') or a Discrete space ('discrete_sac'); map the env's "
-                "actions to one with a gymnasium action wrapper in env.wrappers")
+        hint = ("the SAC family acts in a 1-D Box ('sac'), a Discrete space ('discrete_sac') or a Tuple or Dict of one "
+                "Discrete and one 1-D Box ('hybrid_sac', which 'sac' runs as on such an env); map the env's actions "
+                "to one of them with a gymnasium action wrapper in env.wrappers")
     wanted = 'continuous (Box)' if kind == 'continuous' else 'Discrete'
     raise ConfigError(f"policy {policy_cfg.type!r} needs {wanted} actions, but env {name} has {space}: {hint}")
 
@@ -93,33 +92,11 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
         save_config(cfg, os.path.join(cfg.exp_name, 'total_config.py'))
 
 
-def acts_hybrid(cfg: EasyDict) -> bool:
-    """Whether the config's env acts in hybrid actions (a probe env made and closed), where its SAC runs as
-    ``'hybrid_sac'``."""
-    if get_policy_cls(cfg.policy) is not SACPolicy:
-        return False
-    env_fn, collector_cfgs, _ = get_vec_env_setting(cfg.env)
-    env = adapted_env(env_fn, cfg=collector_cfgs[0])
-    try:
-        return isinstance(env.action_space, HybridSpace)
-    finally:
-        env.close()
-
-
 def _hybrid_policy(cfg: EasyDict, space: HybridSpace, name: str) -> bool:
-    """A hybrid action space (a Discrete and a Box): ``policy.type='sac'`` runs as ``'hybrid_sac'`` (said once; its
-    own keys at their defaults), the model's ``choices`` read from the env; another policy type is refused. True
-    (the config changed)."""
+    """A hybrid action space (a Discrete and a Box): the model's ``choices`` read from the env; a policy that cannot
+    act in it refused (``'sac'`` runs as ``'hybrid_sac'`` there, resolved when the config compiled). True (the config
+    changed)."""
     policy = cfg.policy
-    if get_policy_cls(policy) is SACPolicy:
-        logger.info(f"env {name} acts in {space} (a Discrete and a Box): policy 'sac' runs as 'hybrid_sac'")
-        policy.type = 'hybrid_sac'
-        if (cfg.get('create_config') or {}).get('policy'):  # what total_config.py names, for resume and eval
-            cfg.create_config.policy.type = 'hybrid_sac'
-        hybrid = HybridSACPolicy.default_config()
-        policy.learn = EasyDict({**hybrid.learn, **policy.learn})
-        if policy.model.get('type') in (None, 'continuous_qac'):
-            policy.model.type = 'hybrid_qac'
     if get_policy_cls(policy).action_space_type != 'hybrid':
         raise ConfigError(f"policy {policy.type!r} cannot act in the hybrid actions of env {name} ({space}: a "
                           f"Discrete and a Box): use policy 'sac' (which runs as 'hybrid_sac' there) or 'hybrid_sac'")
@@ -127,7 +104,6 @@ def _hybrid_policy(cfg: EasyDict, space: HybridSpace, name: str) -> bool:
         raise ConfigError(f"policy.model.choices={policy.model.choices!r} does not match env {name}, whose Discrete "
                           f"part has {space.n}: leave it out to read it from the env")
     policy.model.choices = space.n
-    capabilities.check(cfg, HybridSACPolicy)
     return True
 
 

@@ -53,7 +53,8 @@ def parallel_pipeline(input_cfg: str | tuple | list, seed: int | None = None, en
     serial run.
     """
     ray = import_ray('the parallel pipeline')
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='parallel')
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='parallel',
+                                   env_setting=env_setting)
     with starting(cfg, resume_path):
         run = build_parallel(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

@@ -23,10 +23,9 @@ from ding_lite.worker import SampleSerialCollector
 from ding_lite.worker.collect_round import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
 from ding_lite.worker.logger import build_logger
-from policy_zoo import HybridSACPolicy, Policy, get_policy_cls
+from policy_zoo import Policy, get_policy_cls
 from ..kit.config_input import compile_input, compile_run
 from ..kit.cpu_threads import CpuThreads, learner_threads
-from ..kit.env_check import acts_hybrid
 from ..kit.life_cycle import RunProgress, graceful_interrupt, log_times, starting
 from .seed_axis import why_not_vectorised
 from .seed_group import SeedGroup
@@ -77,8 +76,8 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     seeds = check_seeds(seeds)
     if isinstance(input_cfg, str):  # read once: a config file is code, run once however many seeds it has
         input_cfg = read_config(input_cfg)
-    reason, first = ('one seed', None) if len(seeds) == 1 else _why_sequential(input_cfg, seeds,
-                                                                                kwargs.get('overrides'))
+    reason, first = ('one seed', None) if len(seeds) == 1 else \
+        _why_sequential(input_cfg, seeds, kwargs.get('overrides'), kwargs.get('env_setting'))
     if reason is None:
         names = ('env_setting', 'model', 'max_train_iter', 'max_env_step', 'resume', 'overrides')
         return serial_pipeline_seeds(input_cfg, seeds, setup, name=name, first=first,
@@ -93,14 +92,13 @@ def train_seeds(pipeline: Callable[..., Policy], input_cfg: str | tuple | list, 
     return policies
 
 
-def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None
+def _why_sequential(input_cfg: Any, seeds: list[int], overrides: dict[str, Any] | None, env_setting: Any = None
                     ) -> tuple[str | None, EasyDict]:
-    """Why the seeds cannot stack (None where they can), and the first seed's config, compiled unsaved."""
-    cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides)
-    reason = why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
-    if reason is None and acts_hybrid(cfg):
-        reason = why_not_vectorised(HybridSACPolicy, cfg.policy)  # its SAC runs as hybrid SAC, which does not stack
-    return reason, cfg
+    """Why the seeds cannot stack (None where they can), and the first seed's config, compiled unsaved (its policy
+    type resolved: hybrid SAC on hybrid actions, which does not stack)."""
+    cfg = compile_input(seed_input(input_cfg, seeds[0]), seeds[0], save_cfg=False, overrides=overrides,
+                        env_setting=env_setting)
+    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy), cfg
 
 
 def serial_pipeline_seeds(input_cfg: str | tuple | list, seeds: list[int], setup: Setup,
@@ -135,7 +133,7 @@ def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | 
     with contextlib.ExitStack() as stack:
         for k, (row_cfg, seed) in enumerate(rows):
             cfg, resume_path = compile_run(row_cfg, seed, resume, overrides, pipeline=name,
-                                           compiled=(compiled or {}).get(seed))
+                                           compiled=(compiled or {}).get(seed), env_setting=env_setting)
             with starting(cfg, resume_path):
                 # one forward acts for every seed's envs: collection stays in this process
                 run = build_serial(cfg, env_setting, copy.deepcopy(model), save_cfg=resume_path is None,

@@ -23,7 +23,7 @@ def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_settin
               model: nn.Module | None = None, max_train_iter: int = int(1e10), max_env_step: int = int(1e10),
               resume: bool | str = False, overrides: dict[str, Any] | None = None) -> Policy:
     """``serial_pipeline`` for one seed (its arguments); returns the trained policy."""
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides)
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, env_setting=env_setting)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

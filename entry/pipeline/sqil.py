@@ -42,7 +42,7 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
                            expert_data_path=expert_data_path, env_setting=env_setting, model=model,
                            expert_model=expert_model, max_train_iter=max_train_iter, max_env_step=max_env_step,
                            resume=resume, overrides=overrides)
-    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='sqil')
+    cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='sqil', env_setting=env_setting)
     with starting(cfg, resume_path):
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

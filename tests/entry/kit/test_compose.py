@@ -186,7 +186,7 @@ def test_features_that_work_together_learn_a_few_steps(tmp_path, capsys, request
     main, create, files = _config(tmp_path, pipeline, features)
     policies = _run(pipeline, main, create, files)
     for policy in policies:
-        assert policy._learn_steps > 0 and all(torch.isfinite(p).all() for p in policy.model.parameters())
+        assert policy.learn_steps > 0 and all(torch.isfinite(p).all() for p in policy.model.parameters())
     sequential = [f for f in features if PIPELINES[pipeline].cell(f)[0] == 'one after another']
     assert bool(sequential) == ('one after another' in capsys.readouterr().out) or pipeline not in ('seeds', 'tune')
 

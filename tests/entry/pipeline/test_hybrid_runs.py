@@ -58,3 +58,27 @@ def test_what_cannot_act_in_hybrid_actions_is_refused_before_anything_is_collect
     with pytest.raises(ConfigError, match=message):
         serial_pipeline((main, create), seed=0, max_env_step=100)
     assert not (tmp_path / 'run' / 'ckpt').exists()
+
+
+@pytest.mark.parametrize('route', ['hybrid_sac', 'sac'])
+def test_hybrid_actions_of_three_choices_train_by_either_route(tmp_path, route):
+    """``create.policy.type='hybrid_sac'``, or ``'sac'`` with hybrid SAC's own keys, on an env whose Discrete part
+    has 3 choices: both train (``choices`` read from the env, none set), and the second says it runs as hybrid SAC."""
+    import os
+    from tests.conftest import ROOT
+    main = dict(exp_name=str(tmp_path / 'run'),
+                env=dict(env_id='tests.envs.three_modes:ThreeModes-v0', collector_env_num=2, evaluator_env_num=2,
+                         n_evaluator_episode=2, stop_value=0),
+                policy=dict(random_collect_size=40,
+                            model=dict(actor_head_hidden_size=16, critic_head_hidden_size=16, box_per_choice=True),
+                            learn=dict(batch_size=16, choice_entropy_ratio=0.5), collect=dict(n_sample=4),
+                            eval=dict(evaluator=dict(eval_freq=25))))
+    create = dict(env=dict(type='gymnasium'), env_manager=dict(type='base'), policy=dict(type=route))
+    path = tmp_path / 'cfg.py'
+    path.write_text(f"main_config = {pprint.pformat(main)}\ncreate_config = {pprint.pformat(create)}\n")
+    ran = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '-s', '0', '--max-env-step', '120'],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, 'PYTHONPATH': ROOT})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    saved = (tmp_path / 'run' / 'total_config.py').read_text()
+    assert "'type': 'hybrid_sac'" in saved and "'choices': 3" in saved and "'choice_entropy_ratio': 0.5" in saved
+    assert ("policy 'sac' runs as 'hybrid_sac'" in ran.stdout) == (route == 'sac')

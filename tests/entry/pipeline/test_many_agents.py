@@ -99,4 +99,4 @@ def test_masac_collects_beside_its_updates(tmp_path, overlap):
     main.policy.collect.overlap = overlap
     main.policy.learn.update_per_collect = 2
     policy = serial_pipeline((main, create), seed=0, max_env_step=400)
-    assert policy._learn_steps > 0 and (tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+    assert policy.learn_steps > 0 and (tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar').is_file()

@@ -88,7 +88,7 @@ def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, upd
                 torch.testing.assert_close(outputs[k], expected, rtol=1e-4, atol=1e-5)
     for k in range(2):
         single, stacked = _learn_tensors(singles[k]), _learn_tensors(seeds[k])
-        assert single.keys() == stacked.keys() and seeds[k]._learn_steps == singles[k]._learn_steps == updates
+        assert single.keys() == stacked.keys() and seeds[k].learn_steps == singles[k].learn_steps == updates
         for name in single:
             torch.testing.assert_close(stacked[name], single[name], rtol=1e-4, atol=1e-5, msg=name)
     first, second = _learn_tensors(seeds[0]), _learn_tensors(seeds[1])
