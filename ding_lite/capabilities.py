@@ -88,6 +88,8 @@ FEATURES: dict[str, Feature] = {
     'curriculum': Feature('env.environment_parameters', 'a curriculum of lessons', _has_lessons),
     'agents': Feature('env.type', "many agents (a multi-agent env such as 'pettingzoo_agents': a slot per agent)",
                       _many_agents),
+    'report_collected': Feature('policy.collect.collector.report_collected', "ML-Agents' reports on collected "
+                                "transitions", lambda cfg: bool(_policy('collect', 'collector', 'report_collected')(cfg))),
 }
 
 # what a policy's update must be written for; the rest is the pipelines' and the data's
@@ -125,6 +127,14 @@ CONFLICTS: dict[frozenset[str], str] = {
     frozenset({'her', 'priority'}): "hindsight replay relabels goals in the uniform buffer; set policy.priority=False",
     frozenset({'her', 'reward_vector'}): "a relabelled goal's reward is the env's compute_reward, one number; leave "
                                          "policy.reward_weights None",
+    frozenset({'report_collected', 'agents'}): "the reports are summed over one env slot's episode, and a "
+                                                "multi-agent env's episodes are its team's; leave report_collected "
+                                                "False",
+    frozenset({'report_collected', 'recurrent'}): "the critics score single transitions, not a recurrent model's "
+                                                  "sequences; leave report_collected False",
+    frozenset({'report_collected', 'overlap'}): "an overlapped collector acts from a copy of the weights (in a "
+                                                "process of its own on a CPU), without the critics that score; set "
+                                                "policy.collect.overlap=False",
     frozenset({'agents', 'her'}): "hindsight replay relabels one agent's goals with the env's compute_reward, which "
                                   "a multi-agent env does not offer; leave her None",
     frozenset({'agents', 'reward_vector'}): "a multi-agent env's agents each get one reward; leave "

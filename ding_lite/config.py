@@ -271,12 +271,18 @@ def _compile_policy(policy_user: dict, create_cfg: dict, overrides: dict[str, ty
     return policy
 
 
+def import_create_names(create_cfg: dict) -> None:
+    """The create config's ``import_names`` (each part's and its own, from its ``import_paths``) imported, as
+    ``compile_config`` imports them, without its warnings (it says them once)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ConfigWarning)
+        _import_create_names(create_cfg)
+
+
 def compile_env_config(main_cfg: dict, create_cfg: dict) -> EasyDict:
     """The env section alone, as ``compile_config`` compiles it: a probe env's config, read before the rest (the
     policy type a config runs can depend on the env's action space)."""
-    with warnings.catch_warnings():  # compile_config says it once
-        warnings.simplefilter('ignore', ConfigWarning)
-        _import_create_names(create_cfg)
+    import_create_names(create_cfg)
     return _compile_env(copy.deepcopy(main_cfg.get('env') or EasyDict()), create_cfg)
 
 
@@ -324,5 +330,6 @@ def _compile_parallel(parallel_user: dict) -> EasyDict:
 
 
 __all__ = ['ALSO_NAMED', 'ConfigError', 'ConfigWarning', 'LEGACY_KEYS', 'PARALLEL_CONFIG', 'ParallelSection',
-           'LoggerSection', 'read_config', 'compile_config', 'compile_env_config', 'save_config', 'parse_overrides',
-           'apply_overrides', 'merge_strict', 'deep_merge', 'class_default_config', 'policy_default_config']
+           'LoggerSection', 'read_config', 'compile_config', 'compile_env_config', 'import_create_names',
+           'save_config', 'parse_overrides', 'apply_overrides', 'merge_strict', 'deep_merge', 'class_default_config',
+           'policy_default_config']

@@ -5,7 +5,8 @@ from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
 from .env_manager import BaseEnvManager, create_env_manager, get_vec_env_setting
 from .subprocess_env_manager import SubprocessEnvManager
 from .envpool_env_manager import EnvPoolEnvManager
-from .gymnasium_env import BipedalWalkerEnv, CartPoleEnv, GymnasiumEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
+from .gymnasium_env import GymnasiumEnv
+from .di_engine_envs import BipedalWalkerEnv, CartPoleEnv, LunarLanderEnv, MujocoEnv, PendulumEnv
 from .multi_reward import PendulumSplitEnv
 from .goal import PointGoalEnv
 from .hybrid import HybridSpace, PointModes  # (registers PointModes-v0)

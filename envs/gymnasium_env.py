@@ -15,6 +15,7 @@ from ding_lite.utils.default_config import ConfigError
 from .hybrid import HybridActions
 from .adapt import AdaptObservation, ObsAdapter, apply_wrappers
 from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
+from .reset_options import ReadOptions
 
 
 _MUJOCO_V5 = ('HalfCheetah', 'Hopper', 'Walker2d', 'Swimmer', 'Reacher', 'Pusher', 'InvertedPendulum',
@@ -154,10 +155,9 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
         self._reset_options: dict[str, Any] | None = None  # those given to reset
 
     def set_parameters(self, values: dict[str, Any], via: str = 'make') -> None:
-        """The next episode's environment parameters: ``gymnasium.make`` keywords (the env made again where they
-        changed) or ``reset(options=...)``."""
+        """The next episode's environment parameters: ``gymnasium.make`` keywords (made again if changed) or options."""
         if via == 'reset':
-            self._reset_options = dict(values)
+            self._reset_options = ReadOptions(values)
         elif values != self._made_with:
             self._env.close()
             self._env = self._make(**values)
@@ -204,6 +204,11 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
                 _logged_ids.add(cfg['env_id'])
                 logger.warning(f"env_id {cfg['env_id']!r} (gym era) runs as gymnasium's {env_id!r} {kwargs or ''}")
         return env_id, kwargs
+
+    @property
+    def unread_options(self) -> list[str]:
+        """The reset options (``environment_parameters_via='reset'``) the env has not read since they were set."""
+        return [] if self._reset_options is None else self._reset_options.unread()
 
     def reset(self) -> np.ndarray:
         obs, _ = self._env.reset(seed=self._episode_seed(), options=self._reset_options)
@@ -352,46 +357,3 @@ class GymnasiumEnv(EpisodeSeeds, BaseEnv):
 
     def __repr__(self) -> str:
         return f"GymnasiumEnv({self._cfg.env_id!r})"
-
-
-class DIEngineEnv(GymnasiumEnv):
-    """Base of DI-engine's env types: they take DI-engine's gym-era ids (``GYM_ERA_IDS``)."""
-
-    map_gym_era_ids = True
-
-
-@ENV_REGISTRY.register('pendulum')
-class PendulumEnv(DIEngineEnv):
-    """Pendulum-v1 (200-step episodes, truncated by time limit only)."""
-
-    config = dict(env_id='Pendulum-v1')
-
-
-@ENV_REGISTRY.register('cartpole')
-class CartPoleEnv(DIEngineEnv):
-    """CartPole-v1 (terminates on failure, truncated at 500 steps)."""
-
-    config = dict(env_id='CartPole-v1')
-
-
-@ENV_REGISTRY.register('lunarlander')
-class LunarLanderEnv(DIEngineEnv):
-    """LunarLander-v3 (Discrete(4)), or ``env_id='LunarLanderContinuous-v3'``."""
-
-    config = dict(env_id='LunarLander-v3')
-
-
-@ENV_REGISTRY.register('bipedalwalker')
-class BipedalWalkerEnv(DIEngineEnv):
-    """BipedalWalker-v3, optionally with DI-engine's reward clip."""
-
-    config = dict(env_id='BipedalWalker-v3', rew_clip=False)  # True: the -100 fall penalty is learned as -10
-
-    def _train_reward(self, reward: float) -> float:
-        return max(-10.0, reward) if self._cfg.rew_clip else reward
-
-
-@ENV_REGISTRY.register('mujoco')
-class MujocoEnv(DIEngineEnv):
-    """A gymnasium MuJoCo ``env_id`` (gym-era v2/v3 ids run on v5, Ant and Humanoid on v4)."""
-

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 from ding_lite.registry import ENV_REGISTRY
-from .gymnasium_env import DIEngineEnv
+from .di_engine_envs import DIEngineEnv
 
 PENDULUM_TERMS = ('angle', 'speed', 'torque')  # -theta^2, -0.1 theta'^2, -0.001 u^2: their sum is Pendulum's reward
 

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 from ding_lite.registry import ENV_REGISTRY
-from .gymnasium_env import DIEngineEnv
+from .di_engine_envs import DIEngineEnv
 
 POSITION_ONLY_IDS = {'PendulumPosition-v1': 'Pendulum-v1'}
 

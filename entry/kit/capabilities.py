@@ -37,7 +37,8 @@ OFFLINE = Pipeline(
     frozenset({'norm_obs', 'norm_reward', 'reward_clip', 'reward_signals', 'gail', 'cloning', 'priority',
                'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents', 'amp',
                'amp_fp16', 'environment_parameters'}),
-    refuses={'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
+    refuses={'report_collected': "offline training collects no transitions to report on; leave it False",
+             'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
                     "set her=None",
              'recurrent': "the file's transitions are learnt from one by one, not as sequences yet; train a "
                           "recurrent model with -m serial",
@@ -72,8 +73,10 @@ SQIL = Pipeline(
 
 PARALLEL = Pipeline(
     'parallel', '-m parallel',
-    _ALL - {'her', 'reward_model_schedule', 'reward_vector', 'norm_reward', 'overlap', 'data_path', 'curriculum'},
+    _ALL - {'her', 'reward_model_schedule', 'reward_vector', 'norm_reward', 'overlap', 'data_path', 'curriculum',
+            'report_collected'},
     refuses={'her': "the collector actors send no episode boundaries yet; run it with -m serial",
+             'report_collected': "the collector actors hold no critics to score with; run it with -m serial",
              'reward_model_schedule': "the learner trains the reward models on each learn step's batch; leave it "
                                       "None",
              'reward_vector': "the collector actors take scalar rewards; use -m serial for a reward vector",

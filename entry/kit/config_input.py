@@ -10,8 +10,9 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_lite.capabilities import check as check_capabilities
-from ding_lite.config import ConfigError, apply_overrides, compile_config, compile_env_config, read_config, save_compiled
-from ding_lite.registry import POLICY_REGISTRY, import_names
+from ding_lite.config import ConfigError, apply_overrides, compile_config, compile_env_config, import_create_names, \
+    read_config, save_compiled
+from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.worker import load_checkpoint
 from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
@@ -44,7 +45,7 @@ def resolve_policy_type(main: EasyDict, create: EasyDict, env_setting: Any = Non
     ``policy.multi_agent`` is the compile step's, read from the class's ``multi_agent_type``."""
     create_policy = create.get('policy') or {}
     policy_type = create_policy.get('type') or (main.get('policy') or {}).get('type')
-    import_names(create.get('import_names'))
+    import_create_names(create)
     hybrid = vars(POLICY_REGISTRY.get(policy_type)).get('hybrid_type') if policy_type in POLICY_REGISTRY else None
     if hybrid is None or not _acts_hybrid(main, create, env_setting):
         return main, create

@@ -167,6 +167,16 @@ def _first_parameters(cfg: EasyDict, env: Any, name: str) -> None:
                           f"{name} refused them: {type(error).__name__}: {error}") from error
 
 
+def _unread_options(cfg: EasyDict, env: Any, name: str) -> None:
+    """``ConfigError`` naming the environment parameters given as reset options that the env's first reset did not
+    read (a typo, or a parameter the env does not have), as ``gymnasium.make`` refuses an unknown keyword."""
+    unread = getattr(env, 'unread_options', [])  # (a GymnasiumEnv's; a user's own env reads its options itself)
+    if unread:
+        raise ConfigError(f"env.environment_parameters {unread} (environment_parameters_via='reset'): env {name}'s "
+                          f"reset never read them from its options; check their names against what its reset reads, "
+                          f"or give them via 'make' (gymnasium.make keywords)")
+
+
 def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[Any] = ()) -> None:
     """Reset one env (a probe built as the run's envs are), run its observation through the collect and eval
     forwards, step it with the collect action, and check that ``buffers`` fit in memory: a ``ConfigError`` naming
@@ -180,6 +190,11 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
         env.seed(cfg.seed, dynamic_seed=False)
         _first_parameters(cfg, env, name)
         obs = env.reset()
+        _unread_options(cfg, env, name)
+        if isinstance(obs, dict) and cfg.policy.collect.collector.get('report_collected'):
+            raise ConfigError(f"policy.collect.collector.report_collected=True scores collected transitions as rows of "
+                              f"arrays, but env {name}'s observations are a Dict ({sorted(obs)}), collected one by "
+                              f"one: leave it False")
         _check_obs(obs, env.observation_space, name, 'reset')
         with torch.random.fork_rng(devices=[]):
             outputs = {mode: _forward(policy, mode, obs, name, cfg) for mode in ('collect', 'eval')}

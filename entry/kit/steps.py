@@ -75,7 +75,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     collector = create_serial_collector(
         cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode, on_nonfinite=on_nonfinite,
         norm_reward=bool((cfg.env.get('norm_reward') or {}).get('use_norm')), episode_fields=getattr(buffer, 'episode_fields', False),
-        scorer=_scorer(policy, overlap) if cfg.policy.collect.collector.get('report_collected') else None, **kwargs)
+        scorer=_scorer(cfg, policy) if cfg.policy.collect.collector.get('report_collected') else None, **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
                                            on_nonfinite=on_nonfinite, stop_rule=stop_rule, **kwargs)
     if overlap == 'process':  # the child takes the collector's settings along
@@ -90,16 +90,14 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     return run
 
 
-def _scorer(policy: Policy, overlap: str | bool | None) -> Any:
-    """``collector.report_collected``'s per-transition reports (the SAC family's ``score_transitions``), where the
-    collector acts in the learner's process on plain observations; else None, said once."""
-    why = 'the collector steps in a process of its own' if overlap == 'process' else \
-        'a recurrent model' if policy.memory else 'a multi-agent policy' if type(policy).agent_axis else \
-        None if hasattr(policy, 'score_transitions') else f"{type(policy).__name__} has no score_transitions"
-    if why is None:
-        return policy.score_transitions
-    logger.warning(f"policy.collect.collector.report_collected: no value estimates or signal returns ({why})")
-    return None
+def _scorer(cfg: EasyDict, policy: Policy) -> Any:
+    """``collector.report_collected``'s per-transition reports (the SAC family's ``score_transitions``), or a
+    ``ConfigError`` for a policy without them; what the reports cannot meet is refused at compile time (the capability
+    declarations) and by the first step's check (Dict observations)."""
+    if not hasattr(policy, 'score_transitions'):
+        raise ConfigError(f"policy.collect.collector.report_collected=True scores each collected transition with the "
+                          f"critics' score_transitions, which {type(policy).__name__} does not have; leave it False")
+    return policy.score_transitions
 
 
 def build_learner(cfg: EasyDict, policy: Policy, tb_logger: Any) -> tuple[BaseLearner, Any]:

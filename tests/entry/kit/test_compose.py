@@ -8,6 +8,7 @@ import itertools
 import math
 import os
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -91,6 +92,7 @@ def _overrides(feature: str, files: SimpleNamespace) -> dict:
             'curriculum': {'env.environment_parameters': {'x_init': {'curriculum': [
                 {'value': 0.5, 'completion_criteria': {'measure': 'reward', 'threshold': -1e9}}, {'value': 1.0}]}},
                            'env.environment_parameters_via': 'reset'},
+            'report_collected': {'policy.collect.collector.report_collected': True},
             'agents': {}}[feature]  # (the env: _config)
 
 
@@ -103,6 +105,8 @@ def _config(tmp_path, pipeline: str, features: tuple[str, ...]) -> tuple[EasyDic
             overrides[key] = {**overrides[key], **value} if isinstance(value, dict) and key in overrides else value
     if pipeline == 'offline':
         overrides.setdefault('policy.learn.data_path', files.buffer)
+    if env == 'goal' and 'env.environment_parameters' in overrides:  # PointGoal's reset reads no options: its
+        overrides.update(_as_step_size(overrides['env.environment_parameters']['x_init']))  # step_size instead
     load = overrides.pop('policy.learn.learner.hook.load_ckpt_before_run', None)
     main, create = apply_overrides(*_base(env, str(tmp_path / 'run_seed0')), overrides)
     if 'agents' in features and env != 'agents':  # a pair refused everywhere: the other's env, of many agents
@@ -111,6 +115,13 @@ def _config(tmp_path, pipeline: str, features: tuple[str, ...]) -> tuple[EasyDic
         untrained_checkpoint((copy.deepcopy(main), copy.deepcopy(create)), files.ckpt)
         main.policy.learn.learner.hook.load_ckpt_before_run = load
     return main, create, files
+
+
+def _as_step_size(x_init: Any) -> dict[str, Any]:
+    """Pendulum's reset option ``x_init`` (a value or lessons of values) as PointGoal's make keyword ``step_size``."""
+    lessons = x_init['curriculum'] if isinstance(x_init, dict) else None
+    value = {'curriculum': [dict(lesson, value=lesson['value'] / 10) for lesson in lessons]} if lessons else x_init / 10
+    return {'env.environment_parameters': {'step_size': value}, 'env.environment_parameters_via': 'make'}
 
 
 def _run(pipeline: str, main: EasyDict, create: EasyDict, files: SimpleNamespace) -> list:

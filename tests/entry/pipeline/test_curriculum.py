@@ -116,6 +116,21 @@ def test_a_keyword_the_env_does_not_take_is_named_before_anything_is_collected(t
     assert not (tmp_path / 'run' / 'ckpt').exists()
 
 
+@pytest.mark.parametrize('name, refused', [('x_init', False), ('x_int', True)])
+def test_a_reset_option_the_env_never_reads_is_named_before_anything_is_collected(tmp_path, name, refused):
+    """Via 'reset' as via 'make': Pendulum's reset reads ``x_init``; a misspelt one is refused by name (it used to
+    train without a word)."""
+    main, create = _cfg(tmp_path, 1.0)
+    main['env'].update(environment_parameters={name: 0.5}, environment_parameters_via='reset', info_metrics=[])
+    if not refused:
+        serial_pipeline((main, create), seed=0, max_env_step=40)
+        return
+    with pytest.raises(ConfigError, match=r"environment_parameters \['x_int'\] \(environment_parameters_via='reset'\)"
+                                          r".*reset never read them"):
+        serial_pipeline((main, create), seed=0, max_env_step=40)
+    assert not (tmp_path / 'run' / 'ckpt').exists()
+
+
 def test_an_evaluation_of_a_trained_run_acts_in_the_last_lesson(tmp_path):
     from entry import eval as evaluate
     EPISODES.clear()

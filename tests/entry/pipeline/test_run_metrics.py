@@ -229,3 +229,15 @@ def test_report_collected_logs_each_episodes_value_estimate_and_signal_return(tm
                                           'action': torch.as_tensor(columns['action'])})['q_value']
     expected = q.mean(-1).min(0).values.numpy()
     assert reports['value_estimate'] == pytest.approx(expected, rel=1e-5) and reports['rnd'].shape == (5,)
+
+
+def test_report_collected_on_dict_observations_is_refused_before_anything_is_collected(tmp_path):
+    """Dict observations (an image beside a vector) are collected one transition at a time, which the critics do not
+    score: refused by name through the CLI (it used to log nothing, with no word)."""
+    from tests.entry.pipeline.test_multi_input import _write
+    _write(tmp_path)
+    ran = subprocess.run(['ding_lite', '-m', 'serial', '-c', 'cfg.py', '-s', '0', '--max-env-step', '100',
+                          '--set', 'policy.collect.collector.report_collected=True'], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode != 0 and "report_collected=True" in ran.stderr and "observations are a Dict" in ran.stderr
+    assert not list(tmp_path.glob('goal_seed0*/ckpt/*'))

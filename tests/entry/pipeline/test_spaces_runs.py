@@ -49,7 +49,8 @@ def test_spaces_are_adapted_and_shapes_read_from_the_env(tmp_path, manager, obs,
 
 @pytest.mark.parametrize('action, model, message', [
     ('multidiscrete', {}, r"policy 'sac' needs continuous \(Box\) actions, but env 'SpacesTest-v0' has "
-                          r"MultiDiscrete.*a 1-D Box \('sac'\) or a Discrete space \('discrete_sac'\)"),
+                          r"MultiDiscrete.*a 1-D Box \('sac'\), a Discrete space \('discrete_sac'\) or a Tuple or "
+                          r"Dict of one Discrete and one 1-D Box \('hybrid_sac'"),
     ('box', dict(obs_shape=[36, 36, 3]), r"policy.model.obs_shape=\[36, 36, 3\] does not match env 'SpacesTest-v0', "
                                          r"whose observations are \[3, 36, 36\]"),
     ('box', dict(action_shape=2), r"policy.model.action_shape=2 does not match env 'SpacesTest-v0', whose action "
