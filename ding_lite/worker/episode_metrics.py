@@ -55,13 +55,16 @@ class InfoStats:
         self._count: dict[str, int] = {}
 
     def record(self, info: dict[str, Any]) -> None:
-        """Add the values of one env step's ``info``."""
-        for key in self.spec.keys() & info.keys():
-            value = as_number(info[key])
-            if value is None:
-                raise ValueError(f"env.info_stats: the env's info[{key!r}] is {type(info[key]).__name__} "
-                                 f"{info[key]!r:.80}; expected a number")
-            self._add(key, value, 1)
+        """Add the values of one env step's ``info``, and of each agent's (a multi-agent env's ``info['agent_info']``:
+        every agent's value counts)."""
+        agents = info.get('agent_info')
+        for part in [info, *(agents.values() if isinstance(agents, dict) else ())]:
+            for key in self.spec.keys() & part.keys():
+                value = as_number(part[key])
+                if value is None:
+                    raise ValueError(f"env.info_stats: the env's info[{key!r}] is {type(part[key]).__name__} "
+                                     f"{part[key]!r:.80}; expected a number")
+                self._add(key, value, 1)
 
     def _add(self, key: str, total: float, count: int) -> None:
         """``count`` values adding up to ``total`` (most_recent: the last of them) into ``key``'s aggregate."""

@@ -35,6 +35,8 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, env_setting: 
                           f"got {type(input_cfg).__name__}")
     main, create = apply_overrides(input_cfg[0], input_cfg[1], kwargs.get('overrides'))
     main, create = resolve_policy_type(main, create, env_setting)
+    if env_setting is not None:  # the envs given: total_config.py records how many
+        main = _given_envs(main, create, env_setting)
     return compile_config(main, create_cfg=create, seed=seed, **kwargs)
 
 
@@ -56,6 +58,15 @@ def resolve_policy_type(main: EasyDict, create: EasyDict, env_setting: Any = Non
         main = EasyDict(copy.deepcopy(dict(main)))
         main.policy.model.pop('type')  # the SAC model named as it is by default: the hybrid policy's own instead
     return main, create
+
+
+def _given_envs(main: EasyDict, create: EasyDict, env_setting: Any) -> EasyDict:
+    """``main`` with the ``env.collector_env_num`` of the gymnasium envs ``env_setting`` gives (as the run reads it)."""
+    env_cfg = compile_env_config(main, create)
+    vec_env_setting(env_cfg, env_setting)
+    main = EasyDict(copy.deepcopy(dict(main)))
+    main.env = EasyDict(main.get('env') or {}, collector_env_num=env_cfg.collector_env_num)
+    return main
 
 
 def _say_once(note: str) -> None:
@@ -101,9 +112,10 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
             cfg = save_compiled(compiled, overrides=overrides)
         else:
             cfg = compile_input(input_cfg, seed, **kwargs)
-        if overrides:
+        if overrides:  # exp_name as this run's folder (a seed's own, with a time suffix where one existed)
+            given = {**overrides, **({'exp_name': cfg.exp_name} if 'exp_name' in overrides else {})}
             build_logger(cfg.exp_name, 'summary', console=True).info(
-                'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in overrides.items()))
+                'overrides (--set): ' + ', '.join(f"{k}={v!r}" for k, v in given.items()))
         return cfg, None
     cfg = compile_input(input_cfg, seed, save_cfg=False, **kwargs)
     where = str(resume) if resume is not True else cfg.exp_name if seed is not None else _the_run(cfg.exp_name)
@@ -119,7 +131,15 @@ def compile_run(input_cfg: str | tuple | list, seed: int | None, resume: bool | 
         cfg.exp_name = where
     elif os.path.basename(ckpt_dir) == 'ckpt':  # a checkpoint path: the run folder that holds it
         cfg.exp_name = os.path.dirname(ckpt_dir)
+    cfg.exp_name = _as_named(cfg.exp_name)
     return cfg, path
+
+
+def _as_named(folder: str) -> str:
+    """A run folder as a user names it (the progress lines, the continue command): relative to the current folder
+    where it lies below it, else as it is."""
+    relative = os.path.relpath(folder) if os.path.isabs(folder) else folder
+    return relative if not relative.startswith(os.pardir) else folder
 
 
 def _the_run(exp_name: str) -> str:

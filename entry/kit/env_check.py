@@ -191,6 +191,10 @@ def first_step(cfg: EasyDict, env_setting: tuple, policy: Policy, buffers: list[
         _first_parameters(cfg, env, name)
         obs = env.reset()
         _unread_options(cfg, env, name)
+        if isinstance(obs, dict) and (cfg.env.get('norm_obs') or {}).get('use_norm'):
+            raise ConfigError(f"env.norm_obs.use_norm=True normalises vector observations, but env {name}'s are a "
+                              f"Dict ({sorted(obs)}: an action mask, or DI-engine's agent and global states); set "
+                              f"env.norm_obs.use_norm=False")
         if isinstance(obs, dict) and cfg.policy.collect.collector.get('report_collected'):
             raise ConfigError(f"policy.collect.collector.report_collected=True scores collected transitions as rows of "
                               f"arrays, but env {name}'s observations are a Dict ({sorted(obs)}), collected one by "

@@ -10,6 +10,7 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.config import ConfigError
+from ding_lite.utils.curriculum import Curriculum
 from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
@@ -183,16 +184,22 @@ def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[in
                                                          offline.ratio)])
 
 
+def check_budget(cfg: EasyDict, max_env_step: int) -> None:
+    """``ConfigError`` where a lesson measured on progress (a fraction of the run's budget) has no budget: checked
+    while the run starts, so that a refused new run leaves no folder."""
+    needs = Curriculum(cfg.env.get('environment_parameters')).needs_budget()
+    if needs and max_env_step >= NO_LIMIT:
+        raise ConfigError(f"env.environment_parameters {needs}: a lesson measured on progress is a fraction of the "
+                          f"run's budget; give one (--max-env-step N, or max_env_step=N)")
+
+
 def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max_env_step: int = NO_LIMIT) -> int:
     """The learner's before-run hooks, the env-step count carried over by a resumed run, the run's phase timer,
     the curriculum's budget (``measure='progress'``); returns the iteration cap (``learner.train_iterations``,
     DI-engine's, caps it too)."""
     parameters = getattr(getattr(run, 'collector_env', None), 'parameters', None)
     if parameters is not None:
-        needs = parameters.curriculum.needs_budget()
-        if needs and max_env_step >= NO_LIMIT:
-            raise ConfigError(f"env.environment_parameters {needs}: a lesson measured on progress is a fraction of "
-                              f"the run's budget; give one (--max-env-step N, or max_env_step=N)")
+        check_budget(cfg, max_env_step)
         parameters.curriculum.budget = max_env_step
     run.learner.call_hook('before_run')
     run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)

@@ -29,6 +29,9 @@ def serial_pipeline_offline(input_cfg: str | tuple | list, seed: int | None = No
     ``envstep`` column stays 0; tensorboard files evaluations by iteration). Returns the trained policy."""
     cfg, resume_path = compile_run(input_cfg, seed, resume, overrides, pipeline='offline')
     with starting(cfg, resume_path):  # a refusal leaves no run folder behind
+        if cfg.policy.learn.learner.get('log_histograms'):
+            raise ConfigError("policy.learn.learner.log_histograms=True draws the collected actions and rewards, and "
+                              "-m offline collects none; leave it False")
         path = _data_path(cfg)
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):

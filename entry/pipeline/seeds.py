@@ -30,8 +30,8 @@ from ..kit.life_cycle import RunProgress, graceful_interrupt, log_times, startin
 from .seed_axis import why_not_vectorised
 from .seed_group import SeedGroup
 from ..kit.run_parts import random_collect_together, store
-from ..kit.steps import already_finished, begin_run, build_serial, collect_round, evaluate, needs_warm_up, show_eval, \
-    store_round, train_reward_models, warm_up
+from ..kit.steps import already_finished, begin_run, build_serial, check_budget, collect_round, evaluate, \
+    needs_warm_up, show_eval, store_round, train_reward_models, warm_up
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -142,6 +142,7 @@ def train_rows(rows: list[tuple[tuple, int]], setup: Setup, env_setting: list | 
             stack.callback(lambda closables=run.closables: [c.close() for c in closables])
             with starting(cfg, resume_path):
                 run.cfg = cfg
+                check_budget(cfg, max_env_step)
                 run.sample, run.after_collect = setup(cfg, run, resume_path)
                 if resume_path:
                     run.learner.resume(resume_path)

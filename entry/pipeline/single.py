@@ -15,8 +15,8 @@ from ..kit.config_input import compile_run
 from ..kit.cpu_threads import CpuThreads, learner_threads
 from ..kit.life_cycle import RunProgress, after_run, closing, graceful_interrupt, log_times, naming_resume_point, \
     starting, summarise
-from ..kit.steps import already_finished, begin_run, build_serial, collect_round, final_evaluation, learn_sampler, \
-    train_reward_models, warm_up
+from ..kit.steps import already_finished, begin_run, build_serial, check_budget, collect_round, final_evaluation, \
+    learn_sampler, train_reward_models, warm_up
 
 
 def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_setting: list | None = None,
@@ -28,6 +28,7 @@ def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_settin
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
+            check_budget(cfg, max_env_step)
             sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
             if resume_path:
                 run.learner.resume(resume_path)

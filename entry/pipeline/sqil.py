@@ -19,7 +19,7 @@ from ..kit.life_cycle import closing, starting
 from ..kit.run_parts import build_envs, collect_batch, create_run_policy, expert_mode
 from .seeds import train_seeds
 from .single import train_serial
-from ..kit.steps import build_serial, load_demo_buffer
+from ..kit.steps import build_serial, check_budget, load_demo_buffer
 
 
 def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple | list | None = None,
@@ -47,6 +47,7 @@ def serial_pipeline_sqil(input_cfg: str | tuple | list, expert_cfg: str | tuple 
         run = build_serial(cfg, env_setting, model, save_cfg=resume_path is None)
     with closing(run):
         with starting(cfg, resume_path):
+            check_budget(cfg, max_env_step)
             sample, after_collect = sqil_setup(cfg, run, resume_path, expert_cfg, expert_data_path, expert_model)
             if resume_path:
                 run.learner.resume(resume_path)

@@ -316,13 +316,15 @@ def _report(record: SimpleNamespace, train_iter: int, envstep: int, info: dict[s
 
 
 def curve_score(curve: list[tuple[int, float]], budget: int) -> float:
-    """The mean evaluation return over ``[0, budget]`` env steps, each evaluation's return holding until the next
-    (the last one's to the budget's end): the area under the learning curve over the budget."""
+    """The mean evaluation return over ``[0, budget]`` env steps: the area under the learning curve over the budget,
+    between evaluations a straight line (the trapezoid rule: the evaluation at the budget's end counts, as the first
+    does), the last one's return holding to the budget's end where it came before."""
     if not curve:
         return -math.inf
-    points = sorted(curve) + [(max(budget, curve[-1][0]), curve[-1][1])]
-    area = sum(value * (nxt - step) for (step, value), (nxt, _) in zip(points, points[1:]))
-    return area / max(points[-1][0] - points[0][0], 1) if points[-1][0] > points[0][0] else points[0][1]
+    points = sorted(curve)
+    points += [(budget, points[-1][1])] if points[-1][0] < budget else []
+    area = sum((value + after) / 2 * (nxt - step) for (step, value), (nxt, after) in zip(points, points[1:]))
+    return area / (points[-1][0] - points[0][0]) if points[-1][0] > points[0][0] else points[0][1]
 
 
 def indistinguishable(trials: list[Any], max_env_step: int) -> str | None:

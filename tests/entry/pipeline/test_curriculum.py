@@ -106,6 +106,7 @@ def test_a_progress_lesson_without_a_budget_is_refused_through_the_cli(tmp_path)
     ran = subprocess.run(['ding_lite', '-m', 'serial', '-c', str(path), '-s', '0'], capture_output=True, text=True,
                          timeout=120)
     assert ran.returncode != 0 and 'lesson measured on progress' in ran.stderr and '--max-env-step' in ran.stderr
+    assert not (tmp_path / 'run').exists()  # the refused run left no folder (the corrected run gets the name)
 
 
 def test_a_keyword_the_env_does_not_take_is_named_before_anything_is_collected(tmp_path):

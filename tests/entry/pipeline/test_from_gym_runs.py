@@ -26,6 +26,8 @@ def test_a_run_takes_gymnasium_envs_as_their_users_bring_them(tmp_path, given):
     assert [row.split(',')[0] for row in rows] == ['0', '10', '12']  # eval_freq 10, and the last weights
     collector = load_file(str(tmp_path / given / 'ckpt' / 'ckpt_last.pth.tar'))['run']['collector']
     assert sorted(collector['return']) == [0, 1, 2] and len(set(collector['env']['seeds'])) == 3
+    if given != 'di_engine':  # total_config.py records the envs the run stepped (a re-run of it steps as many)
+        assert "'collector_env_num': 3" in (tmp_path / given / 'total_config.py').read_text()
 
 
 def test_a_batched_action_space_is_not_advised_to_be_flattened():

@@ -100,3 +100,15 @@ def test_masac_collects_beside_its_updates(tmp_path, overlap):
     main.policy.learn.update_per_collect = 2
     policy = serial_pipeline((main, create), seed=0, max_env_step=400)
     assert policy.learn_steps > 0 and (tmp_path / 'run' / 'ckpt' / 'ckpt_last.pth.tar').is_file()
+
+
+def test_info_stats_read_each_agents_info(tmp_path):
+    """A multi-agent env reports its agents' values in ``info['agent_info']``: ``env.info_stats`` aggregates every
+    agent's (it used to log nothing for either multi-agent env type)."""
+    from tests.tb_events import read_scalars
+    main, create = _cfg(tmp_path / 'run')
+    main.env.info_stats = {'step': 'most_recent'}
+    main.policy.collect.collector = dict(collect_print_freq=1)
+    serial_pipeline((main, create), seed=0, max_env_step=300)
+    steps = [v for _, v in read_scalars(str(tmp_path / 'run' / 'log' / 'serial'))['collector/step']]
+    assert steps and all(1 <= v <= CYCLES for v in steps)

@@ -59,6 +59,11 @@ def test_offline_cli_is_refused_without_data_and_with_env_steps(tiny_pendulum, t
     run = subprocess.run(['ding_lite', '-m', 'offline', '-c', str(path), '--max-env-step', '5'],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 2 and '-m offline makes no env steps' in run.stderr
+    run = subprocess.run(['ding_lite', '-m', 'offline', '-c', str(path), '--max-train-iter', '5', '--set',
+                          'policy.learn.data_path=x.pt', '--set', 'policy.learn.learner.log_histograms=True'],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 1 and 'log_histograms=True draws the collected actions' in run.stderr  # (it did nothing)
+    assert sorted(os.listdir(tmp_path)) == ['cfg.py']
 
 
 # DI-engine's dizoo offline configs as a user has them (pendulum_cql's, and halfcheetah_medium_edac's keys on

@@ -99,8 +99,15 @@ def test_a_pruned_row_leaves_the_stack_and_the_others_continue(tmp_path, monkeyp
 
 def test_curve_score_is_the_area_under_the_curve_over_the_budget():
     assert tune_module.curve_score([(0, -1000.0), (100, -500.0), (300, -200.0)], 400) == \
-        pytest.approx((-1000 * 100 - 500 * 200 - 200 * 100) / 400)
-    assert tune_module.curve_score([(0, -1000.0), (100, -200.0)], 400) == pytest.approx((-100000 - 200 * 300) / 400)
+        pytest.approx((-750 * 100 - 350 * 200 - 200 * 100) / 400)  # the last return holds from 300 to the end
+    assert tune_module.curve_score([(0, -1000.0), (100, -200.0)], 400) == pytest.approx((-60000 - 200 * 300) / 400)
+
+
+def test_the_evaluation_at_the_budgets_end_counts_in_the_score():
+    """Two trials alike but for their last evaluation, at the budget's end: the better one scores higher (the
+    last evaluation had no weight, so such trials tied at short budgets)."""
+    early = [(0, -1200.0), (200, -900.0)]
+    assert tune_module.curve_score(early + [(400, -300.0)], 400) > tune_module.curve_score(early + [(400, -800.0)], 400)
 
 
 def test_trials_within_the_evaluation_noise_are_called_indistinguishable():
