@@ -1,7 +1,9 @@
 """PettingZoo's parallel API as one env whose agents are rows: ``AgentSlots`` turns each row into an env slot."""
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
 import sys
 from typing import Any
 
@@ -9,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
-from ding_lite.registry import ENV_REGISTRY, import_names
+from ding_lite.registry import ENV_REGISTRY, did_you_mean, import_names
 from ding_lite.utils.default_config import ConfigError
 from .adapt import ObsAdapter
 from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
@@ -24,15 +26,37 @@ def make_parallel_env(env_id: str, kwargs: dict) -> Any:
     if not env_id:
         raise ConfigError("env.type='pettingzoo_agents' needs env.env_id: a module with parallel_env(**kwargs), e.g. "
                           "'mpe2.simple_spread_v3'")
-    import_names([env_id])
+    try:
+        import_names([env_id])  # (as import_names finds modules: sys.path, then the current folder)
+    except ImportError:
+        raise ConfigError(f"env.env_id={env_id!r}: no module of that name;{_module_hint(env_id)} a PettingZoo env is "
+                          f"named by its module, e.g. 'mpe2.simple_spread_v3'") from None
     module = sys.modules[env_id]
-    if hasattr(module, 'parallel_env'):
-        return module.parallel_env(**kwargs)
-    if hasattr(module, 'env'):
+    api = 'parallel_env' if hasattr(module, 'parallel_env') else 'env'
+    make = getattr(module, api, None)
+    if make is None:
+        raise ConfigError(f"env.env_id={env_id!r}: the module has neither parallel_env(**kwargs) (PettingZoo's "
+                          f"parallel API) nor env(**kwargs) (its AEC API)")
+    try:
+        env = make(**kwargs)
+    except TypeError as error:  # a keyword it does not take: named with the env
+        raise ConfigError(f"env.env_kwargs={kwargs!r}: env {env_id!r} refused them ({error}); give the keywords its "
+                          f"{api}() takes") from None
+    if api == 'env':
         from pettingzoo.utils.conversions import aec_to_parallel
-        return aec_to_parallel(module.env(**kwargs))
-    raise ConfigError(f"env.env_id={env_id!r}: the module has neither parallel_env(**kwargs) (PettingZoo's parallel "
-                      f"API) nor env(**kwargs) (its AEC API)")
+        env = aec_to_parallel(env)
+    return env
+
+
+def _module_hint(env_id: str) -> str:
+    """`` did you mean '<package>.<closest>'?`` among the modules of ``env_id``'s package (nothing where there is no
+    such package)."""
+    package, _, name = env_id.rpartition('.')
+    try:
+        path = getattr(importlib.import_module(package), '__path__', None) if package else None
+    except ImportError:
+        return ''
+    return did_you_mean(name, [found.name for found in pkgutil.iter_modules(path)], f'{package}.') if path else ''
 
 
 class AgentCodec:

@@ -127,3 +127,20 @@ def test_an_aec_env_runs_through_aec_to_parallel():
     assert env.agents == ['agent_0', 'agent_1'] and env.reset()['live'].all()
     steps = [env.step(np.zeros((2, 5), np.float32)) for _ in range(3)]
     assert [s.done for s in steps] == [False, False, True] and steps[-1].info['truncated'].all()
+
+
+@pytest.mark.parametrize('env_id, kwargs, message', [
+    ('mpe2.simple_sprad_v3', {}, r"env.env_id='mpe2.simple_sprad_v3': no module of that name; did you mean "
+                                 r"'mpe2.simple_spread_v3'\?"),
+    ('mpe2.simple_spread_v3', {'max_cycels': 5}, r"env.env_kwargs=\{'max_cycels': 5\}: env 'mpe2.simple_spread_v3' "
+                                                 r"refused them \(.*max_cycels.*\); give the keywords its "
+                                                 r"parallel_env\(\) takes"),
+])
+def test_a_misspelt_module_or_keyword_is_named_with_the_env(env_id, kwargs, message):
+    """A PettingZoo module id gets a did-you-mean (not 'listed in import_names'), a keyword typo names the env and the
+    key (not a bare TypeError)."""
+    pytest.importorskip('mpe2')
+    from ding_lite.utils.default_config import ConfigError
+    from envs.pettingzoo_env import make_parallel_env
+    with pytest.raises(ConfigError, match=message):
+        make_parallel_env(env_id, kwargs)
