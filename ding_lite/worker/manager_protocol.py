@@ -3,7 +3,7 @@ paths, its info metrics, how its episodes are counted, the hooks its episodes ca
 and what a worker reads of a policy mode, through ``policy_mode(mode)``. The workers probe neither."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -83,7 +83,7 @@ class Offers:
     steps_columns: bool = True       # ``step_batch`` / ``step_batch_begin``: a step of many envs as columns
     asynchronous: bool = False       # a step returns envs acted on in an earlier step too
     info_metrics: tuple[str, ...] = ()
-    hooks: tuple[RoundHook, ...] = field(default=())
+    hooks: tuple[RoundHook, ...] = ()
 
 
 def offers(env: Any) -> Offers:

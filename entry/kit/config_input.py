@@ -34,9 +34,9 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, env_setting: 
         raise ConfigError(f"input_cfg must be a config file path or a (main_config, create_config) pair, "
                           f"got {type(input_cfg).__name__}")
     main, create = apply_overrides(input_cfg[0], input_cfg[1], kwargs.get('overrides'))
-    main, create = resolve_policy_type(main, create, env_setting)
-    if env_setting is not None:  # the envs given: total_config.py records how many
+    if env_setting is not None:  # the envs given: total_config.py records how many (read once, here)
         main = _given_envs(main, create, env_setting)
+    main, create = resolve_policy_type(main, create, env_setting)
     return compile_config(main, create_cfg=create, seed=seed, **kwargs)
 
 
@@ -48,13 +48,14 @@ def resolve_policy_type(main: EasyDict, create: EasyDict, env_setting: Any = Non
     create_policy = create.get('policy') or {}
     policy_type = create_policy.get('type') or (main.get('policy') or {}).get('type')
     import_create_names(create)
-    hybrid = vars(POLICY_REGISTRY.get(policy_type)).get('hybrid_type') if policy_type in POLICY_REGISTRY else None
+    cls = POLICY_REGISTRY.get(policy_type) if policy_type in POLICY_REGISTRY else None
+    hybrid = vars(cls).get('hybrid_type') if cls is not None else None
     if hybrid is None or not _acts_hybrid(main, create, env_setting):
         return main, create
     _say_once(f"the env acts in a Discrete and a Box (hybrid actions): policy {policy_type!r} runs as {hybrid!r}")
     create = EasyDict(copy.deepcopy(dict(create)))
     create.policy = EasyDict({**create_policy, 'type': hybrid})
-    if ((main.get('policy') or {}).get('model') or {}).get('type') == POLICY_REGISTRY.get(policy_type).default_model():
+    if ((main.get('policy') or {}).get('model') or {}).get('type') == cls.default_model():
         main = EasyDict(copy.deepcopy(dict(main)))
         main.policy.model.pop('type')  # the SAC model named as it is by default: the hybrid policy's own instead
     return main, create

@@ -2,7 +2,6 @@
 store a round."""
 from __future__ import annotations
 
-import logging
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -27,7 +26,6 @@ from .env_check import first_step, fit_model_to_env
 from .life_cycle import PhaseTimer, RunProgress, closed_on_error, start_tracker
 from .run_parts import build_envs, collect_batch, create_run_policy, random_collect, store
 
-logger = logging.getLogger(__name__)
 
 
 def build_serial(cfg: EasyDict, env_setting: list | None = None, model: nn.Module | None = None,
