@@ -213,11 +213,7 @@ def _run_tool(args: argparse.Namespace) -> None:
         from .tools.bench import bench, entries_of, load_suite
         entries = load_suite(args.suite, args.max_env_step) if args.suite else \
             entries_of(args.config, args.max_env_step, parse_overrides(args.overrides))
-        try:
-            rows = bench(entries, parse_seeds(args.seeds), args.out, args.ray, args.storage_path)
-        except KeyboardInterrupt:
-            print("bench interrupted: the runs kept their resume points; the same command continues them")
-            raise
+        rows = bench(entries, parse_seeds(args.seeds), args.out, args.ray, args.storage_path)
         print(f"wrote {os.path.join(args.out, 'results.csv')}, results.md ({len(rows)} configs)")
         return
     if args.tool == 'capabilities':

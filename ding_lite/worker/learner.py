@@ -54,6 +54,8 @@ class BaseLearner:
             save_ckpt_after_iter=10000,     # train iterations between periodic checkpoints (resume points)
             save_ckpt_after_seconds=60,     # also ckpt_last as a resume point this often (a short run has one too)
             save_ckpt_after_run=True,       # write ckpt_last (a resume point) when the run ends
+            save_ckpt_after_eval=False,     # also ckpt_last after each evaluation: a run killed outright (a lost
+                                            # node) resumes from no earlier than its last evaluation (bench's runs)
         ),
         on_nonfinite='stop',                # a NaN/inf: 'stop' (raise at the next log or checkpoint) or 'skip' it
         log_histograms=False,               # histograms of the collected actions and rewards at each log
@@ -176,6 +178,11 @@ class BaseLearner:
             raise ValueError(f"unknown learner hook position {name!r}; expected one of {LearnerHook.positions}")
         for hook in self._hooks[name]:
             hook(self)
+
+    def evaluated(self) -> None:
+        """After an evaluation (the pipelines call it): a resume point, where ``hook.save_ckpt_after_eval`` asks."""
+        if self._cfg.hook.save_ckpt_after_eval:
+            self.save_checkpoint('ckpt_last.pth.tar', resume_point=True)
 
     def info(self, message: str) -> None:
         self.logger.info(message)

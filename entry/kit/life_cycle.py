@@ -102,14 +102,43 @@ def closing(run: SimpleNamespace) -> Iterator[SimpleNamespace]:
             closable.close()
 
 
+_RUNNING: set[threading.Event] = set()  # the interrupt events of the runs in progress in this process
+_STOP_ASKED = threading.Event()  # asked from outside (a bench driver): runs stop, and runs that start stop at once
+
+
+def ask_to_stop(asked: bool = True) -> None:
+    """Stop this process's runs as Ctrl-C does, from any thread (a Ray task told by its driver): each stops at its
+    next learn step with a resume point, and a run that starts later at its first. ``False`` withdraws the request
+    (a new task in a reused worker)."""
+    if not asked:
+        _STOP_ASKED.clear()
+        return
+    _STOP_ASKED.set()
+    for event in list(_RUNNING):
+        event.set()
+
+
 @contextlib.contextmanager
 def graceful_interrupt() -> Iterator[threading.Event]:
-    """Ctrl-C or SIGTERM (a cluster scheduler's) sets the yielded event: the loop stops at its next learn step and
-    writes a resume point. A second Ctrl-C interrupts at once, the previous resume point intact. Only in the main
-    thread, where signal handlers live."""
+    """Ctrl-C or SIGTERM (a cluster scheduler's), or ``ask_to_stop``, sets the yielded event: the loop stops at its
+    next learn step and writes a resume point. A second Ctrl-C interrupts at once, the previous resume point intact.
+    The signals only in the main thread, where signal handlers live."""
     interrupted = threading.Event()
+    _RUNNING.add(interrupted)
+    if _STOP_ASKED.is_set():
+        interrupted.set()
+    try:
+        with _signals_set(interrupted):
+            yield interrupted
+    finally:
+        _RUNNING.discard(interrupted)
+
+
+@contextlib.contextmanager
+def _signals_set(interrupted: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``interrupted`` (a second SIGINT raises ``KeyboardInterrupt``), in the main thread."""
     if threading.current_thread() is not threading.main_thread():
-        yield interrupted
+        yield
         return
 
     def handler(signum: int, frame: Any) -> None:
@@ -119,7 +148,7 @@ def graceful_interrupt() -> Iterator[threading.Event]:
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield interrupted
+        yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)

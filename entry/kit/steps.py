@@ -248,6 +248,7 @@ def evaluate(run: SimpleNamespace, progress: RunProgress | None) -> bool:
     learner = run.learner
     with run.timer.phase('eval'):
         stop, info = run.evaluator.eval(learner.save_checkpoint, learner.train_iter, run.collector.envstep)
+        learner.evaluated()
     show_eval(progress, info)
     return stop
 

@@ -282,6 +282,7 @@ class Driver:
         stop, info = self._run.evaluator.record(
             result['returns'], lambda name: self._learner.save_checkpoint(name, state=request['state']),
             request['train_iter'], request['envstep'], result.get('metrics'), info_stats=result['info_stats'])
+        self._learner.evaluated()
         self.bar.set_postfix(eval_return=f"{info['return_mean']:.1f}")
         self._stop = self._stop or stop
 

@@ -112,7 +112,9 @@ def train_offline(cfg: EasyDict, run: Any, data: ReplayBuffer, max_train_iter: i
     max_train_iter = begin_run(cfg, run, max_train_iter)
 
     def evaluate() -> bool:
-        return evaluator.eval(learner.save_checkpoint, learner.train_iter, 0, tb_step=learner.train_iter)[0]
+        stop = evaluator.eval(learner.save_checkpoint, learner.train_iter, 0, tb_step=learner.train_iter)[0]
+        learner.evaluated()
+        return stop
 
     with graceful_interrupt() as interrupted, naming_resume_point(learner), learner_threads(cfg) as threads:
         stop = done = already_finished(cfg, run, 0, NO_LIMIT, max_train_iter)

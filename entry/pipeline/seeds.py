@@ -291,6 +291,7 @@ def _evaluate_together(seeds: SeedGroup, runs: list[SimpleNamespace], bars: dict
         for run, seed_returns in zip(runs, returns):
             stop, info = run.evaluator.record(seed_returns, run.learner.save_checkpoint, run.learner.train_iter,
                                               run.collector.envstep, run.evaluator.episode_metrics)
+            run.learner.evaluated()
             show_eval(bars.get(id(run)), info)
             stopped += [run] if stop else []
     return stopped

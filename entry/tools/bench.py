@@ -13,6 +13,7 @@ import json
 import os
 import runpy
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from ..kit.ray_join import import_ray, join_ray
 from .aggregate import interval, statistic
 
 PROGRESS_EVERY = 15.0  # seconds between the live table's lines while a suite runs on Ray
+STOP_FILE = '.bench_stop'  # in the runs' folder: written by a driver told to stop, read by its Ray tasks
+CONTINUED = ' (finished configs are skipped, the others resume)'
 SUITE_KEYS = ('config', 'name', 'max_env_step', 'set', 'reference')
 COLUMNS = ('config', 'seeds', 'max_env_step', 'iqm', 'iqm_low', 'iqm_high', 'mean', 'median', 'final', 'stop_value',
            'steps_to_stop', 'wall_s', 'env_steps_per_s', 'reference', 'reference_source')
@@ -86,13 +89,17 @@ def bench(entries: list[Entry], seeds: list[int], out: str, ray: str | None = No
     todo = [entry for entry in entries if not _finished(entry, seeds, runs)]
     resources = _check(todo, seeds)
     os.makedirs(out, exist_ok=True)
-    with life_cycle.continued_by(' (finished configs are skipped, the others resume)'):
+    with life_cycle.continued_by(CONTINUED):
         for k, entry in enumerate(entries):
             print(f"bench {k + 1}/{len(entries)}: {entry.name}, seeds {_seeds_text(seeds)}, {entry.max_env_step} env "
                   f"steps" + ('' if entry in todo else f": finished before, skipped "
                               f"({_record(os.path.join(runs, entry.name))['wall_s']:.0f} s then)"), flush=True)
             if entry in todo and ray is None:
-                _train(entry, seeds, runs)
+                try:
+                    _train(entry, seeds, runs)
+                except KeyboardInterrupt:
+                    _say_stopped([entry], seeds, runs)
+                    raise
                 done = [e for e in entries if _finished(e, seeds, runs)]  # a long suite's results as they come
                 _write([_row(e, seeds, runs) for e in done], out, runs, plots=False)
         if ray is not None and todo:
@@ -130,22 +137,60 @@ def _check(entries: list[Entry], seeds: list[int]) -> dict[str, dict[str, float]
 def _train_on_ray(address: str, entries: list[Entry], seeds: list[int], out: str,
                   resources: dict[str, dict[str, float]]) -> None:
     """Each entry's run as a Ray task with its resources, as many at once as the cluster holds; a task whose node
-    is lost runs again elsewhere (Ray's retries) and continues from its resume points in ``out``."""
+    is lost runs again elsewhere (Ray's retries) and continues from its resume points in ``out``. Ctrl-C or SIGTERM
+    tells the tasks to stop (``STOP_FILE``): each writes its resume points, and the driver waits for them, says
+    what each kept and how to continue, and raises ``KeyboardInterrupt``."""
     ray = import_ray('bench --ray')
     join_ray(ray, address)
+    stop = os.path.join(out, STOP_FILE)
+    if os.path.exists(stop):  # an earlier driver's
+        os.remove(stop)
+    hint = os.environ['DING_LITE_RESUME_COMMAND']  # continued_by's: this command again
     task = ray.remote(max_retries=3, retry_exceptions=False)(_train_task)
-    pending = {task.options(**resources[e.name]).remote(e, seeds, out): e for e in entries}
-    start = time.perf_counter()
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1, timeout=PROGRESS_EVERY)
-        if not done:  # the live table: a line per config still running
-            for entry in pending.values():
-                print(_progress(entry, seeds, out, time.perf_counter() - start), flush=True)
-            continue
-        name = pending.pop(done[0]).name
-        nodes = ray.get(done[0])
-        moved = f": moved after a lost node, ran on {len(set(nodes))} nodes" if len(set(nodes)) > 1 else ''
-        print(f"  {name} finished{moved}", flush=True)
+    pending = {task.options(**resources[e.name]).remote(e, seeds, out, hint): e for e in entries}
+    start = shown = time.perf_counter()
+    with life_cycle.graceful_interrupt() as interrupted:
+        while pending and not interrupted.is_set():
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)  # short: a signal is handled between
+            if done:
+                entry, result = pending.pop(done[0]), ray.get(done[0])
+                moved = len(set(result['nodes'])) > 1
+                print(f"  {entry.name} finished" + (f": moved after a lost node, ran on {len(set(result['nodes']))} "
+                                                    f"nodes" if moved else ''), flush=True)
+            elif time.perf_counter() - shown >= PROGRESS_EVERY:  # the live table: a line per config still running
+                shown = time.perf_counter()
+                for entry in pending.values():
+                    print(_progress(entry, seeds, out, shown - start), flush=True)
+        if not pending:
+            return
+        print(f"bench: stopping {len(pending)} run(s): each writes its resume points (Ctrl-C again: stop at once, "
+              f"from the last ones written)", flush=True)
+        atomic_write_text(stop, 'stop\n')
+        ray.get(list(pending))
+    os.remove(stop)
+    _say_stopped(list(pending.values()), seeds, out)
+    print(f"bench interrupted: continue it with: {hint}", flush=True)
+    raise KeyboardInterrupt
+
+
+def _say_stopped(entries: list[Entry], seeds: list[int], out: str) -> None:
+    """What each stopped entry kept: its seeds' resume points (the env step they hold), or none yet."""
+    for entry in entries:
+        steps = [_resume_step(_run_dir(out, entry, seed)) for seed in seeds]
+        kept = [f"seed {seed} at env step {step}" for seed, step in zip(seeds, steps) if step is not None]
+        none = [str(seed) for seed, step in zip(seeds, steps) if step is None]
+        print(f"  {entry.name}: " + (f"resume points kept ({', '.join(kept)})" if kept else "no resume point yet") +
+              (f"; seed(s) {','.join(none)} start again" if none and kept else ': it starts again' if none else ''),
+              flush=True)
+
+
+def _resume_step(run_dir: str) -> int | None:
+    """The env step of the run's resume point (``ckpt/latest``), or None where it has none."""
+    latest = os.path.join(run_dir, 'ckpt', 'latest')
+    if not os.path.isfile(latest):
+        return None
+    from ding_lite.worker.learner import load_checkpoint
+    return int(load_checkpoint(os.path.join(run_dir, 'ckpt', open(latest).read().strip())).get('last_envstep', 0))
 
 
 def _progress(entry: Entry, seeds: list[int], out: str, elapsed: float) -> str:
@@ -161,16 +206,41 @@ def _progress(entry: Entry, seeds: list[int], out: str, elapsed: float) -> str:
     return f"  {entry.name}: env step {steps}/{entry.max_env_step}, latest return per seed {returns}, ETA {eta}"
 
 
-def _train_task(entry: Entry, seeds: list[int], out: str) -> list[str]:
-    """A Ray task: the entry's run; the nodes it has run on (a retried task's node is the second)."""
+def _train_task(entry: Entry, seeds: list[int], out: str, hint: str) -> dict[str, Any]:
+    """A Ray task: the entry's run, stopped as at Ctrl-C once the driver writes ``STOP_FILE`` (the run's messages
+    name the driver's command, ``hint``); ``{'nodes': the nodes it has run on (a retried task's node is the second),
+    'stopped': whether it was told to stop}``."""
     import ray
-    _train(entry, seeds, out, node=ray.get_runtime_context().get_node_id())
-    return _record(os.path.join(out, entry.name))['nodes']
+    stop = os.path.join(out, STOP_FILE)
+    if os.path.exists(stop):  # the driver stopped before this task began
+        return {'nodes': [], 'stopped': True}
+    os.environ['DING_LITE_RESUME_COMMAND'] = hint
+    life_cycle.ask_to_stop(False)  # a reused worker: no earlier task's request
+    running = threading.Event()
+    running.set()
+
+    def watch() -> None:
+        while running.is_set() and not os.path.exists(stop):
+            time.sleep(0.5)
+        if running.is_set():
+            life_cycle.ask_to_stop()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        _train(entry, seeds, out, node=ray.get_runtime_context().get_node_id())
+    except KeyboardInterrupt:
+        return {'nodes': [t['node'] for t in _tries(os.path.join(out, entry.name))], 'stopped': True}
+    finally:
+        running.clear()
+        watcher.join()
+    return {'nodes': _record(os.path.join(out, entry.name))['nodes'], 'stopped': False}
 
 
 def _train(entry: Entry, seeds: list[int], out: str, node: str | None = None) -> None:
     """The entry's seeds as one run (continued where it has resume points for these seeds); ``node``: where it
-    runs, kept in its record with the nodes of earlier tries."""
+    runs. Each try's node and wall time go in ``tries.json``; the finished run's record (``bench.json``) adds up
+    its tries."""
     from ..pipeline.serial import serial_pipeline
     folder = os.path.join(out, entry.name)
     record = _record(folder)
@@ -181,24 +251,32 @@ def _train(entry: Entry, seeds: list[int], out: str, node: str | None = None) ->
         shutil.rmtree(folder)
     if resume:
         print("  continuing from its resume points", flush=True)
-    nodes = _tries(folder, node)
-    overrides = {**entry.overrides, 'exp_name': os.path.join(folder, f"{entry.name}_seed{seeds[0]}")}
+    tries = _tries(folder) + [{'node': node or 'local', 'wall_s': 0.0}]
+    overrides = {'policy.learn.learner.hook.save_ckpt_after_eval': True, **entry.overrides,
+                 'exp_name': os.path.join(folder, f"{entry.name}_seed{seeds[0]}")}
     start = time.perf_counter()
-    serial_pipeline(entry.config, seed=list(seeds), max_env_step=entry.max_env_step, resume=resume,
-                    overrides=overrides)
-    wall = time.perf_counter() - start + (record or {}).get('wall_s', 0.0)
+    try:
+        _write_tries(folder, tries)
+        serial_pipeline(entry.config, seed=list(seeds), max_env_step=entry.max_env_step, resume=resume,
+                        overrides=overrides)
+    finally:  # an interrupted try's wall time counts too
+        tries[-1]['wall_s'] = time.perf_counter() - start
+        _write_tries(folder, tries)
     atomic_write_text(os.path.join(folder, 'bench.json'), json.dumps(
-        {'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': wall, 'nodes': nodes}))
+        {'seeds': seeds, 'max_env_step': entry.max_env_step, 'wall_s': sum(t['wall_s'] for t in tries),
+         'nodes': [t['node'] for t in tries]}))
 
 
-def _tries(folder: str, node: str | None) -> list[str]:
-    """The nodes the entry's run has started on, this one added (``tries.json``, kept across a retried task)."""
+def _tries(folder: str) -> list[dict[str, Any]]:
+    """The entry's tries so far (``tries.json``, kept across interrupts and retried tasks): each one's node and wall
+    time."""
     path = os.path.join(folder, 'tries.json')
-    nodes = json.load(open(path)) if os.path.isfile(path) else []
-    nodes.append(node or 'local')
+    return json.load(open(path)) if os.path.isfile(path) else []
+
+
+def _write_tries(folder: str, tries: list[dict[str, Any]]) -> None:
     os.makedirs(folder, exist_ok=True)
-    atomic_write_text(path, json.dumps(nodes))
-    return nodes
+    atomic_write_text(os.path.join(folder, 'tries.json'), json.dumps(tries))
 
 
 def _record(folder: str) -> dict[str, Any] | None:

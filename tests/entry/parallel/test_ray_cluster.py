@@ -221,7 +221,7 @@ def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluste
         while not done.is_set() and not (tries.exists() and latest.exists()):
             time.sleep(0.1)
         if not done.is_set():
-            node_id = json.load(open(tries))[0]
+            node_id = json.load(open(tries))[0]['node']
             node = next(n for n in cluster.worker_nodes if n.node_id == node_id)
             lost['node'] = node_id
             cluster.remove_node(node)

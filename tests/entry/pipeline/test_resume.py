@@ -110,6 +110,25 @@ def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkey
     assert 'resumed the run from' in learner_log and 'iter 60 ' in learner_log
 
 
+def test_a_resume_point_after_each_evaluation_continues_a_killed_run_exactly(tmp_path, monkeypatch):
+    """``hook.save_ckpt_after_eval`` (bench's runs): with no other resume point, a run killed mid-round continues
+    from the one written at its last evaluation, as the uninterrupted run."""
+    def cfg(name):
+        main, create = _cfg(tmp_path / name)
+        main.policy.learn.learner.hook.update(save_ckpt_after_iter=0, save_ckpt_after_seconds=0,
+                                              save_ckpt_after_eval=True)
+        return main, create
+    straight = serial_pipeline(cfg('straight'), seed=0, max_train_iter=40)
+    with monkeypatch.context() as patch:
+        _crash_at(patch, 25)
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(cfg('crashed'), seed=0, max_train_iter=40)
+    state = torch.load(tmp_path / 'crashed' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+    assert state['last_iter'] == int(_returns(tmp_path / 'crashed')[-1][0]) == 20  # its last evaluation's
+    resumed = serial_pipeline(cfg('crashed'), seed=0, max_train_iter=40, resume=True)
+    assert _same_params(straight, resumed) and _returns(tmp_path / 'crashed') == _returns(tmp_path / 'straight')
+
+
 def test_runs_are_deterministic_under_either_env_manager(tmp_path):
     base = serial_pipeline(_cfg(tmp_path / 'base'), seed=3, max_train_iter=40)
     again = serial_pipeline(_cfg(tmp_path / 'again'), seed=3, max_train_iter=40)

@@ -130,6 +130,46 @@ def test_a_suite_runs_its_configs_as_ray_tasks(tmp_path):
     assert (tmp_path / 'shared' / 'two' / 'two_seed1' / 'ckpt' / 'latest').is_file()
 
 
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT])
+def test_a_suite_on_ray_told_to_stop_keeps_resume_points_says_so_and_its_command_continues_the_whole_run(tmp_path,
+                                                                                                         sig):
+    """SIGTERM (a scheduler's) or Ctrl-C to ``bench --ray``: the task stops at its next learn step with a resume
+    point no older than its last evaluation, the driver says what was kept and prints the command, which continues
+    the run; the row's wall time adds up both tries."""
+    pytest.importorskip('ray')
+    config = _config(tmp_path, 'long', learn=dict(batch_size=16, learner=dict(hook=dict(save_ckpt_after_iter=0))))
+    command = ['ding_lite', 'bench', '-c', config, '--max-env-step', '100000', '--seeds', '0', '--out', 'out',
+               '--ray', 'local']
+    ray_tmp = tempfile.mkdtemp(prefix='ding_lite_bench_')
+    env = {**os.environ, 'RAY_TMPDIR': ray_tmp, 'RAY_ADDRESS': ''}
+    evaluations = tmp_path / 'out' / 'long' / 'long_seed0' / 'log' / 'evaluator.csv'
+    try:
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=env)
+        deadline = time.time() + 120
+        while (not evaluations.exists() or len(evaluations.read_text().splitlines()) < 4) and time.time() < deadline:
+            time.sleep(0.2)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 130, err[-2000:]
+        kept = next(line for line in out.splitlines() if line.startswith('  long: resume points kept'))
+        step = int(kept.split('at env step ')[1].rstrip(')'))
+        assert step >= int(evaluations.read_text().splitlines()[-1].split(',')[1])  # no older than the last eval
+        hint = out.split('bench interrupted: continue it with: ')[1].splitlines()[0]
+        assert hint == f"{shlex.join(command)} (finished configs are skipped, the others resume)"
+        first = json.load(open(tmp_path / 'out' / 'long' / 'tries.json'))[0]['wall_s']
+        again = shlex.split(hint.split(' (')[0])
+        again[again.index('100000')] = str(step + 400)  # a budget just past the resume point: a short second try
+        ran = subprocess.run(again, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert ran.returncode == 0 and 'continuing from its resume points' in ran.stdout, ran.stderr[-2000:]
+    tries = json.load(open(tmp_path / 'out' / 'long' / 'tries.json'))
+    row = next(csv.DictReader(open(tmp_path / 'out' / 'results.csv')))
+    assert len(tries) == 2 and float(row['wall_s']) == pytest.approx(first + tries[1]['wall_s'], abs=1)
+    assert float(row['env_steps_per_s']) == pytest.approx((step + 400) / (first + tries[1]['wall_s']), rel=0.2)
+
+
 def test_ray_with_no_cluster_to_join_says_how_to_start_one(tmp_path):
     config = _config(tmp_path, 'one')
     ran = subprocess.run(['ding_lite', 'bench', '-c', config, '--max-env-step', '60', '--ray'], capture_output=True,
