@@ -213,16 +213,20 @@ class AdaptedEnv(BaseEnv):
 
 
 # ---- gymnasium wrappers from a config ----
-def _import(path: str) -> Any:
+def _import(path: str, home: str) -> Any:
     module, _, name = path.rpartition('.')
-    if not module:  # a short name: one of gymnasium's own wrappers
-        module, name = 'gymnasium.wrappers', path
+    if not module:  # a short name: one of ``home``'s wrappers (gymnasium's, or SuperSuit's for PettingZoo)
+        module, name = home, path
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as error:
-        known = ', '.join(n for n in dir(gym.wrappers) if n[:1].isupper())
+        try:
+            found = importlib.import_module(home)
+            known = ', '.join(n for n in dir(found) if not n.startswith('_') and callable(getattr(found, n)))
+        except ImportError:
+            known = f"none: {home} is not installed (pip install {home.split('.')[0]})"
         raise ConfigError(f"env.wrappers: cannot import wrapper {path!r} ({error}); give an import path "
-                          f"('my_module.MyWrapper') or one of gymnasium's: {known}") from None
+                          f"('my_module.MyWrapper') or one of {home}'s: {known}") from None
 
 
 def wrapper_spec(entry: Any) -> tuple[str, dict]:
@@ -236,11 +240,12 @@ def wrapper_spec(entry: Any) -> tuple[str, dict]:
                       f"dict(type=path, **kwargs), got {entry!r}")
 
 
-def apply_wrappers(env: gym.Env, wrappers: list | None) -> gym.Env:
-    """``env`` inside each of ``wrappers`` in order (the first innermost)."""
+def apply_wrappers(env: Any, wrappers: list | None, home: str = 'gymnasium.wrappers') -> Any:
+    """``env`` inside each of ``wrappers`` in order (the first innermost): each called as ``wrapper(env, **kwargs)``;
+    a short name is one of ``home``'s."""
     for entry in wrappers or []:
         path, kwargs = wrapper_spec(entry)
-        wrapper = _import(path)
+        wrapper = _import(path, home)
         try:
             env = wrapper(env, **kwargs)
         except Exception as error:  # a wrapper may reject the env or its kwargs for any reason

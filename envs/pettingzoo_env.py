@@ -13,7 +13,7 @@ from easydict import EasyDict
 
 from ding_lite.registry import ENV_REGISTRY, did_you_mean, import_names
 from ding_lite.utils.default_config import ConfigError
-from .adapt import ObsAdapter
+from .adapt import ObsAdapter, apply_wrappers
 from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 from .gymnasium_env import ActionScaler
 
@@ -86,6 +86,13 @@ class AgentCodec:
 
     def _obs_layout(self) -> tuple[int, gym.spaces.Box]:
         spaces = {agent: adapter.space for agent, adapter in zip(self.agents, self._adapters)}
+        images = {agent: s.shape for agent, s in spaces.items() if isinstance(s, gym.spaces.Box) and len(s.shape) > 1}
+        if images:
+            raise ConfigError(f"env {self.env_id}: the agents' observations are images ({images}) and the agents' "
+                              f"shared model takes vectors; shrink and flatten them in env.wrappers, e.g. SuperSuit's "
+                              f"(pip install supersuit): wrappers=[dict(type='color_reduction_v0', mode='full'), "
+                              f"dict(type='resize_v1', x_size=16, y_size=16), 'flatten_v0'], or a function of your own "
+                              f"that takes the parallel env and returns one")
         if any(not isinstance(s, gym.spaces.Box) or len(s.shape) != 1 for s in spaces.values()):
             raise ConfigError(f"env {self.env_id}: the agents' observations must adapt to vectors (1-D Boxes) to "
                               f"share one model, got {spaces}")
@@ -155,13 +162,16 @@ class PettingZooEnv(EpisodeSeeds, BaseEnv):
     config = dict(
         env_id=None,              # a module with parallel_env(**kwargs), e.g. 'mpe2.simple_spread_v3'
         env_kwargs=dict(),        # passed to parallel_env
+        wrappers=[],              # functions of the parallel env, innermost first: SuperSuit's ('resize_v1',
+                                  # dict(type='resize_v1', x_size=16, y_size=16), 'flatten_v0') or 'pkg.my_wrapper'
         act_scale=True,           # map Box actions from [-1, 1] into each agent's bounds
         agent_id_input=False,     # each agent's index one-hot after its observation (set from model.agent_id_input)
     )
 
     def __init__(self, cfg: dict | None = None) -> None:
         self._cfg = EasyDict(self.default_config(), **(cfg or {}))
-        self._env = make_parallel_env(self._cfg.env_id, dict(self._cfg.env_kwargs or {}))
+        self._env = apply_wrappers(make_parallel_env(self._cfg.env_id, dict(self._cfg.env_kwargs or {})),
+                                   self._cfg.wrappers, home='supersuit')
         self.agents: list[str] = list(self._env.possible_agents)
         self.codec = AgentCodec(self.env_id, self.agents, [self._env.observation_space(a) for a in self.agents],
                                 [self._env.action_space(a) for a in self.agents], bool(self._cfg.agent_id_input),

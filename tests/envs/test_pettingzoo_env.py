@@ -144,3 +144,32 @@ def test_a_misspelt_module_or_keyword_is_named_with_the_env(env_id, kwargs, mess
     from envs.pettingzoo_env import make_parallel_env
     with pytest.raises(ConfigError, match=message):
         make_parallel_env(env_id, kwargs)
+
+
+def test_image_observations_are_refused_with_the_fix_and_train_through_wrappers(tmp_path):
+    """pistonball's kind of env: images are refused naming env.wrappers (SuperSuit's), and a wrapper of the user's
+    own (a function of the parallel env, by import path, with its keywords) shrinks them into vectors that train."""
+    from entry import serial_pipeline
+    from tests.conftest import TINY_PENDULUM
+    with pytest.raises(ConfigError, match=r"observations are images \({'left': \(3, 12, 12\).*env.wrappers.*"
+                                          r"supersuit.*resize_v1"):
+        PettingZooEnv({'env_id': 'tests.envs.image_agents'})
+    if not _has('supersuit'):  # a short name is SuperSuit's
+        with pytest.raises(ConfigError, match=r"cannot import wrapper 'resize_v1'.*pip install supersuit"):
+            PettingZooEnv({'env_id': 'tests.envs.image_agents', 'wrappers': ['resize_v1']})
+    env = PettingZooEnv({'env_id': 'tests.envs.image_agents',
+                         'wrappers': [dict(type='tests.envs.image_agents.shrink', pool=3)]})
+    env.seed(0)
+    assert env.observation_space.shape == (16,) and env.reset()['obs'].shape == (2, 16)
+    main = dict(TINY_PENDULUM, exp_name=str(tmp_path / 'images'))
+    main['env'] = dict(collector_env_num=1, evaluator_env_num=1, n_evaluator_episode=1, stop_value=1e9,
+                       env_id='tests.envs.image_agents', wrappers=[dict(type='tests.envs.image_agents.shrink')])
+    main['policy'] = {**main['policy'], 'model': dict(actor_head_hidden_size=16, critic_head_hidden_size=16)}
+    create = dict(env=dict(type='pettingzoo_agents'), env_manager=dict(type='base'), policy=dict(type='sac'))
+    policy = serial_pipeline((main, create), seed=0, max_train_iter=20)
+    assert policy._cfg.model.obs_shape == 16 and (tmp_path / 'images' / 'log' / 'evaluator.csv').is_file()
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
