@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ding_lite.worker.episode_metrics import agent_returns
 from ding_lite.worker.manager_protocol import Offers, TeamRecords
 
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
@@ -136,9 +137,9 @@ class AgentSlots:
 
     def _team(self, info: dict) -> dict[str, float]:
         """The ended episode's team return (the sum over agents) and length (env steps), and each agent's."""
-        team = {'return': float(info['eval_episode_return']), 'length': int(info['lengths'].max())}
+        team = {'return': float(info['eval_episode_return']), 'length': int(info['lengths'].max()),
+                **agent_returns(dict(zip(self.agents, info['returns'].tolist())))}
         for a, agent in enumerate(self.agents):
-            team[f'return_{agent}'] = float(info['returns'][a])
             team[f'length_{agent}'] = int(info['lengths'][a])
         return team
 

@@ -11,6 +11,7 @@ from easydict import EasyDict
 
 from ding_lite.registry import ENV_REGISTRY
 from ding_lite.utils.default_config import ConfigError
+from ding_lite.worker.episode_metrics import agent_returns
 from .base_env import BaseEnv, BaseEnvTimestep, EpisodeSeeds
 from .gymnasium_env import ActionScaler
 
@@ -125,7 +126,7 @@ class MPESpreadEnv(EpisodeSeeds, BaseEnv):
         if done:
             returns = dict(zip(self.agents, self._agent_returns.tolist()))
             info.update({'TimeLimit.truncated': not terminated, 'eval_episode_return': sum(returns.values()),
-                         'agent_metrics': {**{f'return_{a}': r for a, r in returns.items()},
+                         'agent_metrics': {**agent_returns(returns),
                                            **{f'length_{a}': self._steps for a in self.agents}}})
         return BaseEnvTimestep(self._obs(observations), np.array([reward], np.float32), done, info)
 

@@ -30,6 +30,37 @@ def episode_metrics(info: dict[str, Any] | None, keys: Iterable[str]) -> dict[st
     return metrics
 
 
+def team_of(agent: str) -> str:
+    """An agent's team as PettingZoo names agents: its id less a trailing ``_<index>`` (``adversary_0``: ``adversary``)."""
+    head, _, index = agent.rpartition('_')
+    return head if head and index.isdigit() else agent
+
+
+def agent_returns(returns: dict[str, float]) -> dict[str, float]:
+    """An episode's per-agent returns as the logs name them, ``return_<agent>``, and where the agents form two teams or
+    more (``team_of``: simple_adversary's, simple_tag's), each team's sum, ``return_team_<team>``."""
+    out = {f'return_{agent}': float(value) for agent, value in returns.items()}
+    teams: dict[str, float] = {}
+    for agent, value in returns.items():
+        teams[team_of(agent)] = teams.get(team_of(agent), 0.0) + float(value)
+    return out | ({f'return_team_{team}': value for team, value in teams.items()} if len(teams) > 1 else {})
+
+
+def stop_key(stop_on: str | None, agents: list[str]) -> str:
+    """The ``evaluator.csv`` column a run stops on: ``return_mean`` (``stop_on`` None), an agent's return or a team's
+    (``agent_returns``); a ``ValueError`` naming the agents and teams where ``stop_on`` is neither."""
+    if stop_on is None:
+        return 'return_mean'
+    teams = sorted({team_of(agent) for agent in agents})
+    if stop_on in agents:
+        return f'return_{stop_on}'
+    if stop_on in teams and len(teams) > 1:
+        return f'return_team_{stop_on}'
+    raise ValueError(f"evaluator.stop_on={stop_on!r} names no agent or team of the env: its agents are {agents}"
+                     + (f", its teams {teams}" if len(teams) > 1 else ' (one team)') +
+                     "; None stops on the episode's return (the agents' sum)")
+
+
 def as_number(value: Any) -> float | None:
     """``value`` as a float where it is one number (a Python or numpy scalar, or a one-element array), else None."""
     if isinstance(value, (bool, int, float, np.bool_, np.number)) or \

@@ -37,6 +37,9 @@ class InteractionSerialEvaluator:
         eval_freq=1000,              # train iterations between evaluations
         n_episode=None,              # None: env.n_evaluator_episode (filled by compile_config)
         stop_value=None,             # None: env.stop_value; stop once the mean return reaches it
+        stop_on=None,                # None: the episode's return (many agents: their sum); an agent's id or a team's
+                                     # name ('adversary' of adversary_0, ...): its mean return, for the stop value and
+                                     # ckpt_best
     )
 
     @classmethod
@@ -261,18 +264,30 @@ class InteractionSerialEvaluator:
         self.info_stats = {}
         self._append_csv(train_iter, envstep, info)
         write_scalars(self._tb_logger, 'evaluator', info, envstep if tb_step is None else tb_step)
-        if info['return_mean'] > self.best_return:
-            self.best_return = info['return_mean']
+        score = self._score(info)
+        if score > self.best_return:
+            self.best_return = score
             if save_ckpt_fn is not None:
                 save_ckpt_fn('ckpt_best.pth.tar')
         # an easier lesson's return does not stop a run: the stop value counts from the last lessons on
         hooks = self._offers.hooks if self._offers is not None else ()
-        stop = info['return_mean'] >= self.stop_value and all(hook.stop_allowed for hook in hooks)
+        stop = score >= self.stop_value and all(hook.stop_allowed for hook in hooks)
         why = f"reached stop value {self.stop_value}" if stop else \
             self._stop_rule(train_iter, envstep, info) if self._stop_rule is not None else None
         self.logger.info(format_scalars(f"iter {train_iter} envstep {envstep}", info) + (f" | {why}" if why else ''))
         self.last_info = info
         return why is not None, info
+
+    def _score(self, info: dict[str, float]) -> float:
+        """What the stop value and the best checkpoint read: the mean return, or ``stop_on``'s (an agent's, a team's)."""
+        name = self._cfg.stop_on
+        if name is None:
+            return info['return_mean']
+        for key in (f'return_{name}', f'return_team_{name}'):
+            if key in info:
+                return info[key]
+        raise ValueError(f"evaluator.stop_on={name!r}: the episodes report no return of that agent or team; they "
+                         f"report {sorted(k[len('return_'):] for k in info if k.startswith('return_'))}")
 
     def _append_csv(self, train_iter: int, envstep: int, info: dict[str, float]) -> None:
         """A row of ``CSV_COLUMNS`` then the info metrics; a metric not yet in the header widens it (earlier rows

@@ -15,6 +15,7 @@ from ding_lite.config import ConfigError, save_config
 from ding_lite.config_checks import agent_axis_error
 from ding_lite.data.collate import to_reward
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
+from ding_lite.worker.episode_metrics import stop_key
 from ding_lite.worker.finite_check import env_name
 from ding_lite.worker.memory import EnvMemory
 from envs.agent_slots import FirstAgent
@@ -68,6 +69,7 @@ def fit_model_to_env(cfg: EasyDict, env: Any, save: bool = True) -> None:
     out (then re-save ``total_config.py`` when ``save``), check them where given, and refuse action spaces the
     policy cannot use: each a ``ConfigError`` naming the key, the env's value and the model's."""
     name, model = env_name(env), cfg.policy.model
+    _check_stop_on(cfg.policy.eval.evaluator.get('stop_on'), env, name)
     if _agent_axis(cfg, env, name):
         return _fit_agents(cfg, env, name, save)
     hybrid = isinstance(env.action_space, HybridSpace) and _hybrid_policy(cfg, env.action_space, name)
@@ -105,6 +107,20 @@ def _hybrid_policy(cfg: EasyDict, space: HybridSpace, name: str) -> bool:
                           f"part has {space.n}: leave it out to read it from the env")
     policy.model.choices = space.n
     return True
+
+
+def _check_stop_on(stop_on: str | None, env: Any, name: str) -> None:
+    """``evaluator.stop_on`` names one of the env's agents or teams (``ConfigError`` naming them otherwise)."""
+    if stop_on is None:
+        return
+    agents = getattr(env, 'agents', None) or getattr(getattr(env, 'env_ref', None), 'agents', None)
+    if not agents:
+        raise ConfigError(f"policy.eval.evaluator.stop_on={stop_on!r} names an agent or a team, but env {name} has "
+                          f"one agent; leave it None")
+    try:
+        stop_key(stop_on, list(agents))
+    except ValueError as error:
+        raise ConfigError(f"policy.eval.{error}") from None
 
 
 def _agent_axis(cfg: EasyDict, env: Any, name: str) -> bool:

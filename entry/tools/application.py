@@ -48,10 +48,21 @@ def eval(input_cfg: str | tuple | list, seed: int | None = None, env_setting: li
             warnings.filterwarnings('ignore', message='.*Unable to save last video')
             evaluator.close()
     print(f"eval over {evaluator.n_episode} episodes: return mean {info['return_mean']:.2f} "
-          f"std {info['return_std']:.2f} (min {info['return_min']:.2f}, max {info['return_max']:.2f})")
+          f"std {info['return_std']:.2f} (min {info['return_min']:.2f}, max {info['return_max']:.2f})"
+          f"{_by_agent(info)}")
     if replay_path is not None:
         print(f"videos: {', '.join(_video_folders(replay_path)) or 'none'}")
     return info['return_mean']
+
+
+def _by_agent(info: dict[str, float]) -> str:
+    """Many agents: each agent's mean return and each team's (``evaluator.csv``'s ``return_<agent>``,
+    ``return_team_<team>``), as a line of their own each; nothing for one agent."""
+    agents = {key[len('length_'):] for key in info if key.startswith('length_')}
+    teams = {key[len('return_team_'):]: value for key, value in info.items() if key.startswith('return_team_')}
+    lines = ["\n  per agent: " + ', '.join(f"{a} {info[f'return_{a}']:.2f}" for a in sorted(agents))] if agents else []
+    lines += ["\n  per team: " + ', '.join(f"{t} {v:.2f}" for t, v in sorted(teams.items()))] if teams else []
+    return ''.join(lines)
 
 
 def _last_lessons(manager: Any) -> None:
