@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import pathlib
 from functools import partial
 
 import pytest
@@ -164,3 +166,44 @@ def test_without_save_prev_state_sequences_start_from_a_zero_state(tmp_path):
     batch = policy._preprocess_learn(buffer.sample(4))
     assert torch.equal(batch.obs.state, torch.zeros(4, policy.memory['state_size']))
     assert torch.isfinite(policy._forward_learn(buffer.sample(4))['critic_loss'])
+
+
+PINNED = os.path.join(os.path.dirname(__file__), 'data', 'recurrent_sac_three_steps.pt')
+
+
+def _three_steps(kind: str, tmp_path) -> dict[str, torch.Tensor]:
+    """Recurrent SAC's weights after three learn steps (lr 1e-2: a step moves a weight that far) on hand-made
+    sequences with a terminal step, from seed 0's initialisation."""
+    torch.manual_seed(0)
+    main, create = _cfg(tmp_path, prev_action=True)
+    main.policy.model.rnn.type = kind
+    main.policy.learn.update(learning_rate_q=1e-2, learning_rate_policy=1e-2, learning_rate_alpha=1e-2)
+    policy = create_policy(compile_config(main, create, save_cfg=False).policy)
+    for step in range(3):
+        torch.manual_seed(100 + step)
+        policy.learn_mode.forward(_sequences(done_row=1))
+    return {key: value.clone() for key, value in policy._model.state_dict().items()}
+
+
+@pytest.mark.parametrize('kind', ['gru', 'lstm'])
+def test_the_recurrent_update_is_pinned_against_silent_change(kind, tmp_path):
+    """Weights after three learn steps against those stored when the update was last changed on purpose (rewrite
+    them then: ``python -m tests.policy_zoo.test_recurrent_sac``). Another CPU's rounding can flip Adam's step on a
+    weight whose gradient is all but zero, so up to 1% of the weights may differ by up to three steps' size; a change
+    to the burn-in, the masks, the stored state or the targets moves far more."""
+    reference = torch.load(PINNED, weights_only=True)[kind]
+    weights = _three_steps(kind, tmp_path)
+    assert weights.keys() == reference.keys()
+    mine = torch.cat([weights[k].flatten().double() for k in weights])
+    theirs = torch.cat([reference[k].flatten().double() for k in weights])
+    off = (mine - theirs).abs()
+    assert (off > 1e-5).double().mean() <= 0.01 and off.max() <= 3 * 1e-2 + 1e-5, \
+        f"{int((off > 1e-5).sum())} of {off.numel()} weights moved from the pinned ones (max {off.max():.2e})"
+
+
+if __name__ == '__main__':  # the pinned weights, rewritten after an intended change of the recurrent update
+    import tempfile
+    os.makedirs(os.path.dirname(PINNED), exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        torch.save({kind: _three_steps(kind, pathlib.Path(folder)) for kind in ('gru', 'lstm')}, PINNED)
+    print(f"wrote {PINNED}")
