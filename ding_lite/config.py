@@ -139,6 +139,11 @@ def _worker_classes(policy_cfg: dict, overrides: dict[str, type | None]) -> dict
         part = policy_cfg.get(field)
         worker = part.get(name) if isinstance(part, dict) else None  # a non-dict is reported by merge_strict
         worker_type = (worker.get('type') if isinstance(worker, dict) else None) or default_type
+        if overrides.get(name) is None and worker_type not in registry:
+            try:
+                registry.get(worker_type)  # its message: a did-you-mean and the registered names
+            except KeyError as error:
+                raise ConfigError(f"policy.{field}.{name}.type: {error.args[0]}") from None
         classes[(field, name)] = overrides.get(name) or registry.get(worker_type)
     return classes
 

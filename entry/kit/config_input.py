@@ -12,8 +12,8 @@ from easydict import EasyDict
 from ding_lite.capabilities import check as check_capabilities
 from ding_lite.config import ConfigError, apply_overrides, compile_config, compile_env_config, import_create_names, \
     read_config, save_compiled
-from ding_lite.registry import POLICY_REGISTRY
-from ding_lite.worker import load_checkpoint
+from ding_lite.registry import POLICY_REGISTRY, SERIAL_COLLECTOR_REGISTRY
+from ding_lite.worker import SampleSerialCollector, load_checkpoint
 from ding_lite.worker.logger import build_logger
 from ding_lite.worker.learner import LATEST
 from envs.from_gym import adapted_env, vec_env_setting
@@ -37,7 +37,18 @@ def compile_input(input_cfg: str | tuple | list, seed: int | None, env_setting: 
     if env_setting is not None:  # the envs given: total_config.py records how many (read once, here)
         main = _given_envs(main, create, env_setting)
     main, create = resolve_policy_type(main, create, env_setting)
-    return compile_config(main, create_cfg=create, seed=seed, **kwargs)
+    cfg = compile_config(main, create_cfg=create, seed=seed, **kwargs)
+    _check_collector(cfg.policy.collect.collector.get('type') or 'sample')
+    return cfg
+
+
+def _check_collector(kind: str) -> None:
+    """The pipelines collect ``n_sample`` transitions a round: a sample collector (``'sample'`` or a subclass of
+    it); DI-engine's episode collector is for loops of one's own. ``ConfigError`` naming the type otherwise."""
+    if not issubclass(SERIAL_COLLECTOR_REGISTRY.get(kind), SampleSerialCollector):
+        raise ConfigError(f"policy.collect.collector.type={kind!r}: the pipelines collect n_sample transitions a "
+                          f"round with a sample collector ('sample', or a class of yours that subclasses "
+                          f"SampleSerialCollector); '{kind}' is for loops of your own (create_serial_collector)")
 
 
 def resolve_policy_type(main: EasyDict, create: EasyDict, env_setting: Any = None) -> tuple[EasyDict, EasyDict]:
