@@ -12,7 +12,8 @@ from .crossq import CrossQPolicy
 from .masac import DiscreteMASACPolicy, MASACPolicy
 from .cql import CQLPolicy, DiscreteCQLPolicy
 from .hybrid_sac import HybridSACPolicy
+from .simba import SimbaPolicy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
            'DroQPolicy', 'SACNPolicy', 'EDACPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy',
-           'DiscreteCQLPolicy', 'HybridSACPolicy', 'create_policy', 'get_policy_cls']
+           'DiscreteCQLPolicy', 'HybridSACPolicy', 'SimbaPolicy', 'create_policy', 'get_policy_cls']

@@ -1,7 +1,7 @@
 """Policy base class: learn / collect / eval modes over one model."""
 from __future__ import annotations
 
-import copy
+import contextlib
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
@@ -21,7 +21,7 @@ from ding_lite.rl_utils import get_train_sample
 from ding_lite.rl_utils.entropy_log import CollectEntropyLog
 from ding_lite.utils import resolve_device
 from ding_lite.utils.snapshot import SnapshotActor
-from .factory import create_policy, get_policy_cls
+from .factory import create_policy, get_policy_cls, model_kwargs
 from .policy_checks import refuse_unsupported_modes
 
 
@@ -92,6 +92,7 @@ class Policy:
         """Refuse, at compile time, settings this policy declares but cannot honour (``ConfigError`` naming the key and
         what is supported): nothing is accepted only to be ignored."""
         refuse_unsupported_modes(cls, cfg)
+        cls.model_kwargs(cfg)  # a key the policy sets that its model does not take: refused by name
 
     @classmethod
     def default_model(cls) -> str:
@@ -155,11 +156,18 @@ class Policy:
     @classmethod
     def create_model(cls, cfg: dict) -> nn.Module:
         """The model ``cfg.model`` describes (``cfg.model.type``, else ``default_model()``)."""
-        model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
-        model_type = model_cfg.pop('type', None) or cls.default_model()
-        model_cfg.pop('init', None)  # the initialiser's name, applied by init_model
-        model_cfg.pop('agent_id_input', None)  # a multi-agent env appends the agent's index to its observations
-        return cls.init_model(MODEL_REGISTRY.build(model_type, **model_cfg), cfg)
+        model_type, kwargs = cls.model_kwargs(cfg)
+        return cls.init_model(MODEL_REGISTRY.build(model_type, **kwargs), cfg)
+
+    @classmethod
+    def model_kwargs(cls, cfg: dict) -> tuple[str, dict[str, Any]]:
+        """``(model type, its keyword arguments)`` from ``cfg.model`` (``factory.model_kwargs``)."""
+        default = None
+        with contextlib.suppress(NotImplementedError):
+            default = cls.default_model()
+        if default is None and not (cfg.get('model') or {}).get('type'):
+            cls.default_model()  # its error: set policy.model.type
+        return model_kwargs(default, cfg)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:

@@ -73,6 +73,7 @@ class SACPolicy(Policy):
             adam_betas=(0.9, 0.999),          # Adam's (beta1, beta2) for the actor and the critics (CrossQ: 0.5)
             weight_decay_q=0.0,               # L2 weight decay of the critics (Adam's, added to the gradient)
             weight_decay_policy=0.0,          # L2 weight decay of the actor
+            decoupled_weight_decay=False,     # True: AdamW's decay (the weights shrink), not L2 in the gradient
             discount_factor=0.99,             # gamma of the TD target
             target_theta=0.005,               # Polyak rate of the target critics
             target_update_freq=1,             # learn steps per Polyak update of the target critics
@@ -124,9 +125,9 @@ class SACPolicy(Policy):
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._target_update_freq = learn.target_update_freq
         self._optimizer_q = make_adam(self._model.critic.parameters(), learn.learning_rate_q, learn.adam_betas,
-                                      learn.weight_decay_q)
+                                      learn.weight_decay_q, learn.decoupled_weight_decay)
         self._optimizer_policy = make_adam(self._model.actor.parameters(), learn.learning_rate_policy,
-                                           learn.adam_betas, learn.weight_decay_policy)
+                                           learn.adam_betas, learn.weight_decay_policy, learn.decoupled_weight_decay)
         target_entropy = learn.target_entropy if learn.target_entropy is not None else self._default_target_entropy()
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)

@@ -36,7 +36,7 @@ class SACv1Policy(SACPolicy):
         value = dict(self._model.value.named_parameters(prefix='value'))
         critics = [*self._model.critic.parameters(), *value.values()]
         self._optimizer_q = make_adam(critics, self._cfg.learn.learning_rate_q, self._cfg.learn.adam_betas,
-                                      self._cfg.learn.weight_decay_q)
+                                      self._cfg.learn.weight_decay_q, self._cfg.learn.decoupled_weight_decay)
         self._critic_params = value  # Polyak moves V_psi_bar only: the Q networks have no targets
 
     @classmethod

@@ -4,7 +4,8 @@ from __future__ import annotations
 from .obs_norm import RunningObsNorm, RunningRewardNorm
 from .qac import ContinuousQAC, DiscreteQAC
 from .ma_qac import ContinuousMAQAC, DiscreteMAQAC
+from .simba import SimbaQAC
 from .wrappers import ModelWrapper, NoValidActionError, model_wrap, register_wrapper
 
 __all__ = ['ContinuousQAC', 'DiscreteQAC', 'ContinuousMAQAC', 'DiscreteMAQAC', 'ModelWrapper', 'NoValidActionError',
-           'RunningObsNorm', 'RunningRewardNorm', 'model_wrap', 'register_wrapper']
+           'RunningObsNorm', 'RunningRewardNorm', 'SimbaQAC', 'model_wrap', 'register_wrapper']

@@ -9,11 +9,17 @@ import torch
 from torch import Tensor
 
 
-def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-              weight_decay: float = 0.0) -> torch.optim.Adam:
+def make_adam(params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999), weight_decay: float = 0.0,
+              decoupled: bool = False) -> torch.optim.Adam:
     """Adam with the fused kernel where this torch build has it (one op per step instead of one per tensor);
-    ``weight_decay``: L2, added to the gradient (Adam's own, not AdamW's)."""
+    ``weight_decay``: L2, added to the gradient (Adam's own), or with ``decoupled`` AdamW's (the weights shrink by
+    ``lr * weight_decay`` a step)."""
     params, betas = list(params), tuple(betas)
+    if decoupled:
+        try:
+            return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
+        except (RuntimeError, TypeError):
+            return torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)
     try:
         return FusedAdam(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
     except (RuntimeError, TypeError):  # older torch: no fused kernel for this device

@@ -64,6 +64,10 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
     if model is not None:  # a model given to the pipeline: the policy's own initialisation, as a built one has
         model = cls.init_model(model, cfg.policy)
     norm = cfg.env.get('norm_obs') or {}
+    if norm.get('use_norm') and cfg.policy.model.get('obs_norm'):
+        raise ConfigError(f"env.norm_obs.use_norm=True with model {cfg.policy.model.get('type')!r}, which normalises "
+                          f"observations itself (policy.model.obs_norm=True, SimBa's RSNorm), would normalise them "
+                          f"twice: leave env.norm_obs off, or set policy.model.obs_norm=False to use env.norm_obs's")
     if norm.get('use_norm'):
         shape = cfg.policy.model.get('obs_shape') or cfg.policy.model.get('agent_obs_shape')
         if isinstance(shape, (list, tuple)) and len(shape) == 1:
