@@ -4,10 +4,14 @@ actor and, separately, of the critics, trained on sequences of 8 steps after a 4
 ``batch_size`` counts sequences (DI-engine's R2D2 convention): 32 x 8 = 256 loss steps per update. The comparison
 without memory is ``pendulum_position_sac_stack_config.py`` (the last 2 observations stacked, an MLP).
 
-Expected: -400 at 26.5k / 30k / 26.5k env steps (seeds 0-2; -182 / -187 / -516 at 49.5k, best evaluations -151 /
--184 / -154), about 300 s a seed on 2 CPU cores beside another run; the frame-stack MLP 35k / 29k / 36.5k (-195 /
--168 / -197 at 49.5k) and an MLP on one observation never (best -974 / -1179 / -1136) (``ding_lite -m serial -c
-dizoo_configs/pendulum_position_sac_lstm_config.py -s N --max-env-step 50000 --set env.stop_value=0``).
+Expected: -400 within 50k env steps on every one of seeds 0-4, on two float paths of one 2-core AMD EPYC: at
+26.5k / 30k / 26.5k / 19.5k / 34k with its AVX-512 kernels and 28k / 28k / 32.5k / 18.5k / 29.5k with AVX2's
+(``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``, what an AVX2-only CPU runs); best
+evaluations -151 to -184 and -152 to -172. A step count is one float path's: the same seed differs by up to 6k
+between the two, so judge a machine by the range, and give a run the whole 50k (the earliest seed is at 18.5k, the
+latest at 34k). About 300 s a seed at one torch thread beside another run. The frame-stack MLP 35k / 29k / 36.5k
+(-195 / -168 / -197 at 49.5k) and an MLP on one observation never (best -974 / -1179 / -1136) (``ding_lite -m serial
+-c dizoo_configs/pendulum_position_sac_lstm_config.py -s N --max-env-step 50000 --set env.stop_value=0``).
 """
 from easydict import EasyDict
 

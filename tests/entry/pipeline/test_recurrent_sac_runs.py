@@ -19,11 +19,11 @@ def test_discrete_sac_learns_from_sequences(tmp_path):
     assert isinstance(policy, SACPolicy) and policy.memory['prev_action'] == ((), 'int64')
 
 
-@pytest.mark.slow  # 5-9 minutes on 2 cores: pytest -m slow
+@pytest.mark.slow  # 25-40 minutes on 2 cores: pytest -m slow
 def test_recurrent_sac_learns_position_only_pendulum_where_an_mlp_cannot(tmp_path):
-    """Seeds 0-2 within 50k env steps: the LSTM config reaches -400 (measured at 26.5k / 30k / 26.5k), and an MLP on
-    the same observation (cos θ, sin θ; the frame-stack config with one frame) stays below -700 (its best
-    evaluations -974 / -1179 / -1136 in 50k)."""
+    """Within 50k env steps the LSTM config reaches -400 on at least 4 of seeds 0-4 (measured: all 5, by 18.5k-34k
+    on two float paths), and an MLP on the same observation (cos θ, sin θ; the frame-stack config with one frame)
+    stays below -700 on seeds 0-2 (its best evaluations -974 / -1179 / -1136 in 50k)."""
     import csv
 
     from ding_lite.config import read_config
@@ -39,9 +39,8 @@ def test_recurrent_sac_learns_position_only_pendulum_where_an_mlp_cannot(tmp_pat
         rows = csv.DictReader(open(tmp_path / f'{name}_{seed}' / 'log' / 'evaluator.csv'))
         return max(float(row['return_mean']) for row in rows)
 
-    for seed in (0, 1, 2):
-        assert best('lstm', seed) >= -400
-        assert best('stack', seed) < -700
+    assert sum(best('lstm', seed) >= -400 for seed in range(5)) >= 4
+    assert all(best('stack', seed) < -700 for seed in (0, 1, 2))
 
 
 def test_a_recurrent_run_is_the_same_under_the_subprocess_manager_and_seeds_run_one_after_another(tmp_path):
