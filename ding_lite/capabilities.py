@@ -90,6 +90,8 @@ FEATURES: dict[str, Feature] = {
                       _many_agents),
     'report_collected': Feature('policy.collect.collector.report_collected', "ML-Agents' reports on collected "
                                 "transitions", lambda cfg: bool(_policy('collect', 'collector', 'report_collected')(cfg))),
+    'param_resets': Feature('policy.learn.param_resets', 'parameter resets at env steps (the primacy bias)',
+                            lambda cfg: bool(_policy('learn', 'param_resets')(cfg))),
 }
 
 # what a policy's update must be written for; the rest is the pipelines' and the data's

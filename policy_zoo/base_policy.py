@@ -182,7 +182,7 @@ class Policy:
                                load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
                                train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg,
                                set_reward_weights=getattr(self, 'set_reward_weights', None),
-                               log_extras=self._log_extras_learn)
+                               log_extras=self._log_extras_learn, param_reset=getattr(self, 'param_reset', None))
 
     @property
     def collect_mode(self) -> SimpleNamespace:

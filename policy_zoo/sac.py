@@ -23,6 +23,7 @@ from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.rl_utils.update_executor import UpdateExecutor
 from .base_policy import Policy
 from .sac_options import check_sac_config, cloning_and_signals, init_actor_output
+from .param_resets import ParamResets
 from .sac_reports import learn_stats, transition_scores
 
 
@@ -90,6 +91,11 @@ class SACPolicy(Policy):
             cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
             amp=None,                         # mixed precision of the update's forward passes: 'bf16' or 'fp16'
                                               # (with a gradient scaler); None: float32
+            param_resets=None,                # env steps at which the networks, their targets, the temperature and
+                                              # the optimizers start again, the buffer kept (the primacy bias): a
+                                              # list (sbx's) or a period (BRO's); None: never
+            param_resets_keep_obs_norm=True,  # a reset keeps the model's observation normaliser (SimBa's RSNorm,
+                                              # env.norm_obs's): its statistics are the data's, not learned
         ),
         collect=dict(
             n_sample=1,                       # transitions per collect call
@@ -132,6 +138,7 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self.executor = UpdateExecutor(learn, self._device, type(self).__name__)
+        self._resets = ParamResets(learn.param_resets, learn.param_resets_keep_obs_norm)
         self._learn_model = self.executor.model(model_wrap(self._model, 'base'))
         self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
@@ -356,8 +363,21 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self.learn_steps,
+                'param_resets_done': self._resets.done,
                 **self._heads.learn_state(), **self._critic_term.learn_state(),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
+
+    def param_reset(self, envstep: int) -> str | None:
+        """At a reset point of ``learn.param_resets``: the networks, targets, temperature and optimizers as a newly
+        built policy's (the model's data statistics kept); what was done, for the log, or None."""
+        if not self._resets.due(envstep):
+            return None
+        fresh = type(self)(self._cfg, enable_field=['learn'])._state_dict_learn()
+        self._load_state_dict_learn(self._resets.fresh_state(self._state_dict_learn(), fresh))
+        self._resets.done = self._resets.passed(envstep)
+        kept = 'kept' if 'obs_norm.' in self._resets.keep else 'reset'
+        return (f"parameter reset {self._resets.done} at env step {envstep}: actor, critics, targets, temperature and "
+                f"optimizers start again; the buffer and the data's statistics (observation normaliser: {kept}) stay")
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
@@ -369,6 +389,7 @@ class SACPolicy(Policy):
         self._heads.load_learn_state(state)
         self._critic_term.load_learn_state(state)
         self.learn_steps = int(state.get('learn_steps', 0))
+        self._resets.done = int(state.get('param_resets_done', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None
         self.executor.restart()  # a captured update still points at the replaced optimizer state

@@ -17,6 +17,7 @@ _ONE_BY_ONE = {
     'cloning': _NOT_STACKED.format("demonstrations are"),
     'reward_vector': _NOT_STACKED.format("reward heads are"),
     'amp_fp16': "fp16's gradient scaler is one row's",
+    'param_resets': "each row's networks start again at its own reset points, which one stacked update cannot do yet",
 }
 
 SERIAL = Pipeline('serial', '-m serial', _ALL - {'data_path'}, refuses={'data_path': _DATA_PATH})
@@ -38,6 +39,7 @@ OFFLINE = Pipeline(
                'priority_IS_weight', 'cuda_graph', 'load_before_run', 'data_path', 'reward_vector', 'agents', 'amp',
                'amp_fp16', 'environment_parameters'}),
     refuses={'report_collected': "offline training collects no transitions to report on; leave it False",
+             'param_resets': "resets fall at env steps, and offline training takes none; leave it None",
              'her': "hindsight replay relabels the episodes a run collects, and offline training collects none; "
                     "set her=None",
              'recurrent': "the file's transitions are learnt from one by one, not as sequences yet; train a "

@@ -93,6 +93,7 @@ def _overrides(feature: str, files: SimpleNamespace) -> dict:
                 {'value': 0.5, 'completion_criteria': {'measure': 'reward', 'threshold': -1e9}}, {'value': 1.0}]}},
                            'env.environment_parameters_via': 'reset'},
             'report_collected': {'policy.collect.collector.report_collected': True},
+            'param_resets': {'policy.learn.param_resets': [44]},
             'agents': {}}[feature]  # (the env: _config)
 
 
