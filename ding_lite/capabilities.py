@@ -48,7 +48,8 @@ def _has_lessons(cfg: Any) -> bool:
 
 FEATURES: dict[str, Feature] = {
     'norm_obs': Feature('env.norm_obs.use_norm', 'observation normalisation', _env_flag('norm_obs')),
-    'norm_reward': Feature('env.norm_reward.use_norm', 'reward normalisation', _env_flag('norm_reward')),
+    'norm_reward': Feature('env.norm_reward.use_norm', "reward normalisation (or a model's own: SimbaV2's)",
+                           lambda cfg: _env_flag('norm_reward')(cfg) or bool(_policy('model', 'reward_norm')(cfg))),
     'reward_clip': Feature('env.reward_clip', 'reward clipping', lambda cfg: cfg.env.get('reward_clip') is not None),
     'reward_signals': Feature('policy.reward_signals', 'reward signals (RND, curiosity, GAIL)',
                               lambda cfg: bool(_policy('reward_signals')(cfg))),

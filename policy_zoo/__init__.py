@@ -13,7 +13,8 @@ from .masac import DiscreteMASACPolicy, MASACPolicy
 from .cql import CQLPolicy, DiscreteCQLPolicy
 from .hybrid_sac import HybridSACPolicy
 from .simba import SimbaPolicy
+from .simba_v2 import SimbaV2Policy
 
 __all__ = ['Policy', 'SACPolicy', 'DiscreteSACPolicy', 'SQILSACPolicy', 'TQCPolicy', 'SACv1Policy', 'REDQPolicy',
            'DroQPolicy', 'SACNPolicy', 'EDACPolicy', 'CrossQPolicy', 'MASACPolicy', 'DiscreteMASACPolicy', 'CQLPolicy',
-           'DiscreteCQLPolicy', 'HybridSACPolicy', 'SimbaPolicy', 'create_policy', 'get_policy_cls']
+           'DiscreteCQLPolicy', 'HybridSACPolicy', 'SimbaPolicy', 'SimbaV2Policy', 'create_policy', 'get_policy_cls']

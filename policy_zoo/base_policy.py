@@ -182,7 +182,8 @@ class Policy:
                                load_state_dict=self._load_state_dict_learn, monitor_vars=self._monitor_vars_learn,
                                train_reward_models=getattr(self, '_train_reward_models', None), cfg=self._cfg,
                                set_reward_weights=getattr(self, 'set_reward_weights', None),
-                               log_extras=self._log_extras_learn, param_reset=getattr(self, 'param_reset', None))
+                               log_extras=self._log_extras_learn, param_reset=getattr(self, 'param_reset', None),
+                               set_horizon=getattr(self, 'set_horizon', None))
 
     @property
     def collect_mode(self) -> SimpleNamespace:

@@ -38,8 +38,8 @@ class SimbaPolicy(SACPolicy):
         return 'simba_qac'
 
     def _default_target_entropy(self) -> float:
-        """The paper's ``-|A| / 2`` where ``learn.target_entropy`` is None."""
-        return super()._default_target_entropy() / 2
+        """The paper's ``-|A| / 2`` where ``learn.target_entropy`` is None (SimbaV2's too)."""
+        return SACPolicy._default_target_entropy(self) / 2
 
 
 __all__ = ['SimbaPolicy']

@@ -80,6 +80,10 @@ def create_run_policy(cfg: EasyDict, model: nn.Module | None = None,
         if not hasattr(model, 'obs_norm'):
             model.obs_norm = RunningObsNorm(shape, norm.get('clip', 10.0))
     norm = cfg.env.get('norm_reward') or {}
+    if norm.get('use_norm') and cfg.policy.model.get('reward_norm'):
+        raise ConfigError(f"env.norm_reward.use_norm=True with model {cfg.policy.model.get('type')!r}, which scales "
+                          f"rewards itself (policy.model.reward_norm=True, SimbaV2's), would scale them twice: leave "
+                          f"env.norm_reward off, or set policy.model.reward_norm=False")
     if norm.get('use_norm'):
         model = model if model is not None else cls.create_model(cfg.policy)
         if not hasattr(model, 'reward_norm'):

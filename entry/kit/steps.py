@@ -73,7 +73,7 @@ def _build_parts(cfg: EasyDict, collector_env: Any, evaluator_env: Any, model: n
     on_nonfinite = cfg.policy.learn.learner.on_nonfinite
     collector = create_serial_collector(
         cfg.policy.collect.collector, env=collector_env, policy=policy.collect_mode, on_nonfinite=on_nonfinite,
-        norm_reward=bool((cfg.env.get('norm_reward') or {}).get('use_norm')), episode_fields=getattr(buffer, 'episode_fields', False),
+        norm_reward=hasattr(policy.model, 'reward_norm'), episode_fields=getattr(buffer, 'episode_fields', False),
         scorer=_scorer(cfg, policy) if cfg.policy.collect.collector.get('report_collected') else None, **kwargs)
     evaluator = InteractionSerialEvaluator(cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode,
                                            on_nonfinite=on_nonfinite, stop_rule=stop_rule, **kwargs)
@@ -201,6 +201,12 @@ def begin_run(cfg: EasyDict, run: SimpleNamespace, max_train_iter: int, max_env_
         parameters.curriculum.budget = max_env_step
     run.learner.call_hook('before_run')
     run.collector.envstep = max(run.collector.envstep, run.learner.last_envstep)
+    horizon = getattr(run.policy.learn_mode, 'set_horizon', None)  # a schedule over the run's learn steps
+    if horizon is not None:
+        learn = cfg.policy.learn
+        budget = max(max_env_step - cfg.policy.random_collect_size, 0) * learn.update_per_collect // \
+            max(cfg.policy.collect.n_sample, 1)
+        horizon(min(max_train_iter, budget) if min(max_train_iter, max_env_step) < NO_LIMIT else None)
     run.timer = PhaseTimer(run.collector.envstep, run.learner.train_iter)
     return min(max_train_iter, cfg.policy.learn.learner.train_iterations)
 

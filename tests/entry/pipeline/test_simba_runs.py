@@ -54,3 +54,23 @@ def test_the_network_under_the_familys_policies_and_what_it_refuses(tmp_path):
         serial_pipeline((main, create), seed=0, max_train_iter=4)
     main.policy.model.obs_norm = False  # env.norm_obs's normaliser instead: one, as the error says
     assert serial_pipeline((main, create), seed=0, max_train_iter=4)._model.obs_norm.clip == 10.0
+
+
+def test_simba_v2_trains_its_rates_fall_over_the_budget_and_its_checkpoint_weights_are_on_the_sphere(tmp_path):
+    from entry import serial_pipeline
+    main, create = _tiny(tmp_path, 'simba_v2', num_bins=11)
+    policy = serial_pipeline((main, create), seed=0, max_env_step=200)  # 40 warm-up steps, then 80 learn steps
+    assert policy._horizon == 80 and policy._optimizer_q.param_groups[0]['lr'] == pytest.approx(5.0625e-5)
+    state = torch.load(tmp_path / 'simba_v2' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['model']
+    weights = {k: v for k, v in state.items() if k.endswith('.weight') and 'norm' not in k}
+    assert weights and all(torch.allclose(v.norm(dim=-1), torch.ones(v.shape[:-1]), atol=1e-5)
+                           for v in weights.values())
+    assert state['reward_norm.count'] == 200 and state['support'].shape == (11,)  # returns of every collected step
+    main.exp_name = str(tmp_path / 'twice')
+    main.env.norm_reward = dict(use_norm=True)
+    with pytest.raises(ConfigError, match='would scale them twice'):
+        serial_pipeline((main, create), seed=0, max_train_iter=4)
+    from entry.parallel.pipeline import parallel_pipeline
+    main.env.norm_reward = dict(use_norm=False)
+    with pytest.raises(ConfigError, match="reward normalisation.*-m serial"):  # the model's own, in the actors
+        parallel_pipeline((main, create), seed=0, max_train_iter=4)

@@ -24,6 +24,8 @@ def _shrunk(name, tmp_path):
     else:
         main.env.env_kwargs = dict(max_episode_steps=60)
     main.policy.random_collect_size = min(main.policy.get('random_collect_size', 0), 100)
+    if create.policy.type in ('simba', 'simba_v2'):  # the papers' critics (4M weights) take 0.4 s an update here
+        main.policy.setdefault('model', {}).update(actor_hidden_dim=16, critic_hidden_dim=32)
     demos = [signal for signal in (main.policy.get('reward_signals') or {}).values() if 'demo_path' in signal]
     demos += [main.policy.behavioral_cloning] if main.policy.get('behavioral_cloning') else []
     for settings in demos:  # GAIL's and cloning's demonstrations: a synthetic file of the env's shapes
