@@ -79,11 +79,14 @@ def _remove_node_of(cluster, actor_name: str, csv: str, rows: int, lost: dict, d
 BUDGET = 4000
 
 
-def _watch_slot(prefix: str, seen: list, done: threading.Event) -> None:
-    """Until ``done``, twice a second: the actors of one slot (names starting with ``prefix``) that are not dead."""
+def _watch_slot(prefix: str, seen: list, done: threading.Event, states: dict | None = None) -> None:
+    """Until ``done``, twice a second: the actors of one slot (names starting with ``prefix``) that are not dead, and
+    in ``states`` every state each name was seen in."""
     while not done.is_set():
-        seen.append(sorted(a['Name'] for a in ray._private.state.actors().values()
-                           if a['Name'].startswith(prefix) and a['State'] != 'DEAD'))
+        actors = [a for a in ray._private.state.actors().values() if a['Name'].startswith(prefix)]
+        seen.append(sorted(a['Name'] for a in actors if a['State'] != 'DEAD'))
+        for actor in actors if states is not None else ():
+            states.setdefault(actor['Name'], []).append(actor['State'])
         time.sleep(0.5)
 
 
@@ -93,9 +96,9 @@ def _run_losing(cluster, tmp_path, kind: str):
     csv, lost = os.path.join(main.exp_name, 'log', 'evaluator.csv'), {}
     slot = 'evaluator' if kind == 'evaluator' else 'collector1'
     name = f"ding_lite:{main.exp_name}:{slot}:0"
-    done, seen = threading.Event(), []
+    done, seen, states = threading.Event(), [], {}
     killer = threading.Thread(target=_remove_node_of, args=(cluster, name, csv, 1, lost, done))
-    watcher = threading.Thread(target=_watch_slot, args=(f"ding_lite:{main.exp_name}:{slot}:", seen, done))
+    watcher = threading.Thread(target=_watch_slot, args=(f"ding_lite:{main.exp_name}:{slot}:", seen, done, states))
     killer.start()
     watcher.start()
     try:
@@ -107,6 +110,10 @@ def _run_losing(cluster, tmp_path, kind: str):
     # the replacement the lost node's CPUs cannot hold is cancelled, not left pending beside the one that fits
     assert all(len(names) <= 1 for names in seen), [names for names in seen if len(names) > 1]
     assert lost, "the run ended before the node was removed"
+    print({name: sorted(set(s)) for name, s in states.items()})
+    # what serves the run after the loss is visible under its names: a replacement that came up, none left pending
+    assert any('ALIVE' in s for name, s in states.items() if not name.endswith(':0')), states
+    assert all(s[-1] != 'PENDING_CREATION' for s in states.values()), states
     state = load_file(os.path.join(main.exp_name, 'ckpt', 'ckpt_last.pth.tar'))
     rows = [line.split(',') for line in open(csv).read().splitlines()[1:]]
     log = open(os.path.join(main.exp_name, 'log', 'parallel.txt')).read()
