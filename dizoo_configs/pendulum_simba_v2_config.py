@@ -3,8 +3,10 @@ the run, two updates per env step, temperature 0.01, target entropy -|A|/2, 101 
 return's running std), its widths cut for a CPU: an actor of one block of 64 and critics of one block of 128 (the
 paper's 128 / 512 with 1 / 2 blocks).
 
-Expected: measured in its closing note (``ding_lite -m serial -c dizoo_configs/pendulum_simba_v2_config.py -s N
---max-env-step 20000``).
+Expected: -250 at 3.0k / 3.0k / 3.0k env steps (seeds 0-2, budgets of 10k / 10k / 5k env steps, over which the rates
+fall; best evaluations -142 / -226 (by 3k) / -143), about 17 env steps/s on one of 2 AMD EPYC cores beside another
+run (``ding_lite -m serial -c dizoo_configs/pendulum_simba_v2_config.py -s N --max-env-step 5000 --set
+env.stop_value=0``).
 """
 from easydict import EasyDict
 

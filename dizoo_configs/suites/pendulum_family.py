@@ -11,4 +11,6 @@ suite = [
     dict(config='../pendulum_redq_config.py', max_env_step=4000),
     dict(config='../pendulum_droq_config.py', max_env_step=4000),
     dict(config='../pendulum_crossq_config.py', max_env_step=8000),
+    dict(config='../pendulum_simba_config.py', max_env_step=6000),
+    dict(config='../pendulum_simba_v2_config.py', max_env_step=6000),
 ]

@@ -3,7 +3,8 @@
 Run: ``python -m tests.benchmark.bench_learn [--device cuda] [--no-compile] [--threads N] [--policy NAME]
 [--amp bf16|fp16]``. ``--amp`` adds the eager step with ``learn.amp`` set (and on CUDA with bf16, the graphed one).
 ``--policy tqc`` (any continuous SAC-family variant; ``lstm``/``gru``: SAC with ``model.rnn`` on sequences;
-``rnd``/``curiosity``/``gail``: SAC with that reward signal beside the env's; ``bc``: with behavioural cloning) times
+``rnd``/``curiosity``/``gail``: SAC with that reward signal beside the env's; ``bc``: with behavioural cloning;
+``simba``/``simba_v2``: at the papers' network sizes) times
 that variant's step against SAC's instead, interleaved in the same process, at the MuJoCo and Pendulum sizes (its
 cost in SAC steps); for ``tqc`` and ``crossq``, SB3-contrib's train step of the same variant at the same sizes
 joins the rounds as the peer row, where ``sb3_contrib`` is installed (``pip install sb3-contrib``: a benchmark-only
@@ -42,6 +43,8 @@ SIGNALS = ('rnd', 'curiosity', 'gail', 'bc')  # --policy NAME: SAC with that rew
 def _policy(kind: str, obs: int, act: int, hidden: int, batch: int, device: str, rnn: str | None = None,
             extra: dict | None = None, **learn: bool) -> SACPolicy:
     model = dict(obs_shape=obs, action_shape=act, actor_head_hidden_size=hidden, critic_head_hidden_size=hidden)
+    if kind in ('simba', 'simba_v2'):  # the papers' own sizes (actor 1 block of 128, critics 2 of 512)
+        model = dict(obs_shape=obs, action_shape=act)
     memory = {}
     if rnn:
         model['rnn'] = dict(type=rnn, hidden_size=RNN['hidden'])
