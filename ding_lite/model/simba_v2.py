@@ -148,8 +148,8 @@ class SimbaV2QAC(_QAC):
             c_shift: float = 3.0,                 # the constant appended to the input before its projection
             obs_norm: bool = True,                # observations normalised by running statistics (RSNorm)
             reward_norm: bool = True,             # rewards scaled by the running discounted return's std
-            log_std_min: float = -10.0,           # the actor's log standard deviation bounds (the paper's)
-            log_std_max: float = 2.0,
+            log_std_min: float = -10.0,           # the actor's log standard deviation's lower bound (the paper's)
+            log_std_max: float = 2.0,             # and its upper bound (the paper's)
     ) -> None:
         super().__init__()
         obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
