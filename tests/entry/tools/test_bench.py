@@ -130,7 +130,7 @@ def test_a_suite_runs_its_configs_as_ray_tasks(tmp_path):
     assert (tmp_path / 'shared' / 'two' / 'two_seed1' / 'ckpt' / 'latest').is_file()
 
 
-@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize('sig', [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])  # one handler
 def test_a_suite_on_ray_told_to_stop_keeps_resume_points_says_so_and_its_command_continues_the_whole_run(tmp_path,
                                                                                                          sig):
     """SIGTERM (a scheduler's) or Ctrl-C to ``bench --ray``: the task stops at its next learn step with a resume
