@@ -1,7 +1,6 @@
 """Policy base class: learn / collect / eval modes over one model."""
 from __future__ import annotations
 
-import contextlib
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
@@ -162,12 +161,7 @@ class Policy:
     @classmethod
     def model_kwargs(cls, cfg: dict) -> tuple[str, dict[str, Any]]:
         """``(model type, its keyword arguments)`` from ``cfg.model`` (``factory.model_kwargs``)."""
-        default = None
-        with contextlib.suppress(NotImplementedError):
-            default = cls.default_model()
-        if default is None and not (cfg.get('model') or {}).get('type'):
-            cls.default_model()  # its error: set policy.model.type
-        return model_kwargs(default, cfg)
+        return model_kwargs((cfg.get('model') or {}).get('type') or cls.default_model(), cfg)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:

@@ -27,12 +27,12 @@ def create_policy(cfg: dict, model: nn.Module | None = None,
     return cls(cfg, model=model if model is None else cls.init_model(model, cfg), enable_field=enable_field)
 
 
-def model_kwargs(default_model: str | None, cfg: dict) -> tuple[str, dict[str, Any]]:
-    """``(model type, its keyword arguments)`` from ``cfg.model``: the keys the model takes (all of them where its
+def model_kwargs(model_type: str, cfg: dict) -> tuple[str, dict[str, Any]]:
+    """``(model_type, its keyword arguments)`` from ``cfg.model``: the keys the model takes (all of them where its
     ``__init__`` takes ``**kwargs``); one it does not take is dropped where it is off (None, False, 0), and refused
     naming it, the policy and the model where it is on (CrossQ's BatchRenorm on another network, say)."""
     model_cfg = copy.deepcopy(dict(cfg.get('model', {})))
-    model_type = model_cfg.pop('type', None) or default_model
+    model_cfg.pop('type', None)
     model_cfg.pop('init', None)  # the initialiser's name, applied by init_model
     model_cfg.pop('agent_id_input', None)  # a multi-agent env appends the agent's index to its observations
     if model_type not in MODEL_REGISTRY:
@@ -45,5 +45,5 @@ def model_kwargs(default_model: str | None, cfg: dict) -> tuple[str, dict[str, A
     if on:
         raise ConfigError(f"policy {cfg.get('type')!r} on model {model_type!r}: the model takes no "
                           f"{', '.join(f'{k}={v!r}' for k, v in on.items())}; use a model that has it (the policy's "
-                          f"default, {default_model!r}), or a policy that does not need it")
+                          f"default), or a policy that does not need it")
     return model_type, {key: value for key, value in model_cfg.items() if key in taken}
