@@ -236,21 +236,26 @@ class BaseEnvManager:
         self._check_ready(env_ids)
         stepped = self._env_step_many(env_ids, actions)
         if stepped is not None:  # the envs stepped together: no per-env timesteps to take apart
-            obs, reward, done, terminated, ended_info = stepped
-            ready, kept = self._ready_obs, self._actions
-            for env_id, o, action in zip(env_ids, obs, actions):  # _after_step's common case for every env
-                ready[env_id] = o
-                kept[env_id].append(action)
-            ended = true_rows(done)
-            for k in ended:
-                self._ended(env_ids[k])
-            if self.info_stats is not None:  # every env's info came back: record it, hand on the ended ones
-                for i in ended_info.values():
-                    self.info_stats.record(i)
-                ended_info = {k: ended_info[k] for k in ended}
-            info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
-            return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
+            return self._columns_stepped(env_ids, actions, stepped)
         return batch_of_timesteps(self, env_ids, self.step(dict(zip(env_ids, actions))))
+
+    def _columns_stepped(self, env_ids: list[int], actions: np.ndarray, stepped: tuple) -> BaseEnvBatchTimestep:
+        """``step_batch``'s bookkeeping of envs that stepped together: ``stepped`` is ``(obs, reward, done,
+        terminated, {row: info})`` as ``_env_step_many`` gives it (every row's info where ``info_stats`` is kept)."""
+        obs, reward, done, terminated, ended_info = stepped
+        ready, kept = self._ready_obs, self._actions
+        for env_id, o, action in zip(env_ids, obs, actions):  # _after_step's common case for every env
+            ready[env_id] = o
+            kept[env_id].append(action)
+        ended = true_rows(done)
+        for k in ended:
+            self._ended(env_ids[k])
+        if self.info_stats is not None:  # every env's info came back: record it, hand on the ended ones
+            for i in ended_info.values():
+                self.info_stats.record(i)
+            ended_info = {k: ended_info[k] for k in ended}
+        info = {env_ids[k]: i for k, i in ended_info.items()} if ended_info else None
+        return BaseEnvBatchTimestep(list(env_ids), np.array(obs), reward, done, terminated, [], info)
 
     def step_batch_begin(self, env_ids: list[int], actions: np.ndarray) -> Callable[[], BaseEnvBatchTimestep]:
         """``step_batch`` begun: the call returned finishes it. Envs in processes of their own step meanwhile, so

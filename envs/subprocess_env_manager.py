@@ -2,32 +2,24 @@
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 import traceback
 import warnings
-import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
-import gymnasium as gym
 import numpy as np
 
 from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
-from .env_manager import BaseEnvManager
+from .env_processes import EnvFailure, ProcessEnvManager, observation_layout
 from .timestep_columns import batch_of_timesteps
 
 logger = logging.getLogger(__name__)
-
-
-class EnvFailure(RuntimeError):
-    """An env process raised, died or did not answer in time."""
 
 
 class _InSharedMemory:
@@ -90,15 +82,8 @@ def _worker(env_fn: Callable[[], BaseEnv], conn: Connection, parent_conn: Connec
         pass
 
 
-def _kill(processes: list) -> None:
-    for process in processes:
-        if process is not None and process.is_alive():
-            process.kill()
-            process.join(1.0)
-
-
 @ENV_MANAGER_REGISTRY.register('subprocess')
-class SubprocessEnvManager(BaseEnvManager):
+class SubprocessEnvManager(ProcessEnvManager):
     """Each env in its own process, all stepped at once; an env that raises, dies or hangs is killed and restarted.
 
     The step that broke returns ``done=True`` with ``info['abnormal']`` (no transition: the collector drops it) and
@@ -111,10 +96,7 @@ class SubprocessEnvManager(BaseEnvManager):
         type='subprocess',           # the registered env manager name
         max_retry=5,                 # restarts in a row of one env (no successful step between) before giving up
         step_timeout=60.0,           # seconds an env may take for one step before it is killed and restarted
-        reset_timeout=60.0,          # seconds for a reset (or seed / close)
         shared_memory=True,          # observations of a Box space through shared memory
-        context=None,                # multiprocessing start method; None: 'fork' on Linux, else 'spawn'
-        retry_waiting_time=0.1,      # seconds between a failure and the restart
         copy_on_get=True,            # DI-engine's key: observations are always copied out of shared memory
         reset_inplace=False,         # DI-engine's key: resets always happen in place here
         wait_num=None,               # DI-engine's async key: None only (this manager steps every given env together)
@@ -135,37 +117,15 @@ class SubprocessEnvManager(BaseEnvManager):
                               f"shared memory and resets happen in place: ignored", ConfigWarning, stacklevel=3)
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: dict | None = None) -> None:
-        super().__init__(env_fn, cfg)
-        method = self._cfg.context or ('fork' if sys.platform.startswith('linux') else 'spawn')
-        self._ctx = mp.get_context(method)
-        self._processes: list[Any] = [None] * self.env_num
-        self._conns: list[Connection | None] = [None] * self.env_num
+        super().__init__(env_fn, cfg, slots=len(env_fn))
         self._shm: list[Any] = [None] * self.env_num
-        self._failures = [0] * self.env_num  # in a row, per env
-        self._restart_count = [0] * self.env_num
-        self._fresh: set[int] = set()  # started, not yet answered: their first request waits connect_timeout
-        self._env_ref: BaseEnv | None = None
         self._layout: tuple[tuple, str] | None | bool = False  # False: not read yet
-        self._finalizer = weakref.finalize(self, _kill, self._processes)
-
-    @property
-    def restarts(self) -> int:
-        """Env processes restarted after a failure, over all envs."""
-        return sum(self._restart_count)
-
-    @property
-    def env_ref(self) -> BaseEnv:
-        if self._env_ref is None:
-            self._env_ref = self._env_fn[0]()
-        return self._env_ref
 
     # ---- process handling ----
     def _obs_layout(self) -> tuple[tuple, str] | None:
-        """``(shape, dtype)`` of the shared observation buffers, or None (pipes); read once from the spaces."""
+        """``(shape, dtype)`` of the shared observation buffers, or None (pipes); read once."""
         if self._layout is False:
-            space = self.env_ref.observation_space
-            shared = self._cfg.shared_memory and isinstance(space, gym.spaces.Box)
-            self._layout = (tuple(space.shape), np.dtype(space.dtype).str) if shared else None
+            self._layout = observation_layout(self.env_ref) if self._cfg.shared_memory else None
         return self._layout
 
     def _start(self, env_id: int) -> None:
@@ -182,16 +142,6 @@ class SubprocessEnvManager(BaseEnvManager):
         child_conn.close()  # the worker holds the only other end: its death is an EOF here
         self._processes[env_id], self._conns[env_id] = process, parent_conn
         self._fresh.add(env_id)
-
-    def _stop(self, env_id: int) -> None:
-        process, conn = self._processes[env_id], self._conns[env_id]
-        if process is not None and process.is_alive():
-            process.kill()
-        if process is not None:
-            process.join(1.0)
-        if conn is not None:
-            conn.close()
-        self._processes[env_id] = self._conns[env_id] = None
 
     def _request(self, requests: dict[int, tuple[str, Any]], timeout: float) -> dict[int, tuple[bool, Any]]:
         """Send each env its ``(command, arg)`` and gather ``{env_id: (ok, result or error text)}`` by ``timeout``."""
@@ -245,24 +195,9 @@ class SubprocessEnvManager(BaseEnvManager):
         return obs
 
     # ---- primitives ----
-    def _env_create(self) -> None:
-        for env_id in range(self.env_num):
-            if self._processes[env_id] is None:
-                self._start(env_id)
-
-    def _env_seed(self, env_id: int, seed: int, dynamic_seed: bool) -> None:
-        self._call(env_id, 'seed', (seed, dynamic_seed))
-
     def _env_reset(self, env_id: int) -> tuple[Any, dict]:
         obs, state = self._call(env_id, 'reset')
         return self._obs(env_id, obs), state
-
-    def _env_load_state(self, env_id: int, state: dict) -> None:
-        if state:
-            self._call(env_id, 'load_state', state)
-
-    def _env_set_parameters(self, env_id: int, values: dict) -> None:
-        self._call(env_id, 'set_parameters', (values, self.parameters.via))
 
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         return self._env_step_begin(actions)()
@@ -310,17 +245,7 @@ class SubprocessEnvManager(BaseEnvManager):
         self._stop(env_id)
         time.sleep(self._cfg.retry_waiting_time)
         self._start(env_id)
-        self._restart_count[env_id] += 1
-        if self._seeds is not None:  # a new stream, so that the crashed episode is not replayed as it was
-            self._env_seed(env_id, self._episode_seed(env_id) + 1_000_003 * self._restart_count[env_id],
-                           self._dynamic_seed)
+        self._reseed(env_id)
 
-    def _env_close(self) -> None:
-        alive = [i for i in range(self.env_num) if self._processes[i] is not None and self._processes[i].is_alive()]
-        if alive:
-            self._request({i: ('close', None) for i in alive}, min(self._cfg.reset_timeout, 5.0))
-        for env_id in range(self.env_num):
-            self._stop(env_id)
-        if self._env_ref is not None:
-            self._env_ref.close()
-            self._env_ref = None
+    def _close(self, slots: list[int]) -> None:
+        self._request({i: ('close', None) for i in slots}, min(self._cfg.reset_timeout, 5.0))

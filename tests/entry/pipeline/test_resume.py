@@ -86,7 +86,8 @@ def _crash_at(monkeypatch, call: int) -> None:
     monkeypatch.setattr(SACPolicy, '_update', update)
 
 
-@pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('base', 'crossq'),
+@pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('shared_memory', 'sac'),
+                                             ('base', 'crossq'),
                                              ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd'),
                                              ('subprocess', 'agents'), ('base', 'masac'), ('base', 'chunked')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
@@ -133,8 +134,10 @@ def test_runs_are_deterministic_under_either_env_manager(tmp_path):
     base = serial_pipeline(_cfg(tmp_path / 'base'), seed=3, max_train_iter=40)
     again = serial_pipeline(_cfg(tmp_path / 'again'), seed=3, max_train_iter=40)
     sub = serial_pipeline(_cfg(tmp_path / 'sub', 'subprocess'), seed=3, max_train_iter=40)
-    assert _same_params(base, again) and _same_params(base, sub)
-    assert _returns(tmp_path / 'base') == _returns(tmp_path / 'again') == _returns(tmp_path / 'sub')
+    shared = serial_pipeline(_cfg(tmp_path / 'shared', 'shared_memory'), seed=3, max_train_iter=40)
+    assert _same_params(base, again) and _same_params(base, sub) and _same_params(base, shared)
+    assert _returns(tmp_path / 'base') == _returns(tmp_path / 'again') == _returns(tmp_path / 'sub') == \
+        _returns(tmp_path / 'shared')
     other = serial_pipeline(_cfg(tmp_path / 'other'), seed=4, max_train_iter=40)
     assert not _same_params(base, other)
 

@@ -410,20 +410,24 @@ def test_the_stacked_update_goes_through_a_captured_step_as_the_seeds_batch(monk
         torch.testing.assert_close(_learn_tensors(seeds[k]), _learn_tensors(twins[k]))
 
 
-def test_seeds_in_env_processes_step_at_once_and_collect_what_in_process_envs_collect(tmp_path, monkeypatch):
-    """Two seeds with the subprocess manager: at each env step (warm-up, collection, evaluation) every seed's envs
-    get their actions before any seed's step is gathered, so the seeds' env processes step at once; the run
-    is the run with envs in the learner's process (buffers and evaluations alike)."""
-    from envs.subprocess_env_manager import SubprocessEnvManager
-    events, begin = [], SubprocessEnvManager.step_batch_begin
+@pytest.mark.parametrize('processes', ['subprocess', 'shared_memory'])
+def test_seeds_in_env_processes_step_at_once_and_collect_what_in_process_envs_collect(tmp_path, monkeypatch,
+                                                                                      processes):
+    """Two seeds with envs in processes (one per env, or workers of a batch each): at each env step (warm-up,
+    collection, evaluation) every seed's envs get their actions before any seed's step is gathered, so the seeds'
+    env processes step at once; the run is the run with envs in the learner's process (buffers and evaluations
+    alike)."""
+    from ding_lite.registry import ENV_MANAGER_REGISTRY
+    manager_cls = ENV_MANAGER_REGISTRY.get(processes)
+    events, begin = [], manager_cls.step_batch_begin
 
     def logged(self, env_ids, actions):
         events.append(('begin', id(self)))
         finish = begin(self, env_ids, actions)
         return lambda: events.append(('end', id(self))) or finish()
-    monkeypatch.setattr(SubprocessEnvManager, 'step_batch_begin', logged)
+    monkeypatch.setattr(manager_cls, 'step_batch_begin', logged)
     results = []
-    for manager in ('subprocess', 'base'):
+    for manager in (processes, 'base'):
         main, create = EasyDict(copy.deepcopy(TINY_PENDULUM)), EasyDict(copy.deepcopy(TINY_CREATE))
         main.exp_name, create.env_manager.type = str(tmp_path / manager), manager
         policies = serial_pipeline((main, create), seed=[0, 1], max_env_step=80)
