@@ -23,8 +23,9 @@ logger = logging.getLogger(__name__)
 
 @ENV_MANAGER_REGISTRY.register('shared_memory')
 class SharedMemoryEnvManager(ProcessEnvManager):
-    """The envs in ``worker_num`` processes, each stepping its share of them per message; actions, observations
-    (of a Box space), rewards and dones go through shared arrays, so a step costs one small message per worker.
+    """The envs in ``worker_num`` processes, each stepping its share of them per command; actions, observations
+    (of a Box space), rewards and dones go through shared arrays, and the command through a slot in shared memory
+    that the worker spins on for ``spin_wait`` seconds before it sleeps (set 0 where the cores are all busy).
 
     For envs that take more than a few tens of microseconds a step (MuJoCo, Box2D) on a machine with cores to
     spare; it gives the same transitions as ``base`` for the same seeds. A worker whose env raises, dies or hangs
@@ -38,8 +39,7 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         worker_num=None,             # worker processes; None: one per core, at most one per env
         max_retry=5,                 # restarts in a row of one worker (no successful step between) before giving up
         step_timeout=60.0,           # seconds a worker may take for one step of its envs before it is restarted
-        spin_wait=0.001,             # seconds a worker awaiting its next step, and the manager awaiting its workers,
-                                     # spin (yielding the core) before they sleep; 0: sleep at once (cores shared)
+        spin_wait=0.001,             # seconds a waiting worker or manager spins (yielding its core) before it sleeps
     )
 
     @classmethod

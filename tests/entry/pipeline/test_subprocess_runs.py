@@ -13,16 +13,18 @@ import pytest
 
 from entry import serial_pipeline
 from tests.conftest import TINY_CREATE, TINY_PENDULUM
+from tests.envs.test_subprocess_env_manager import FlakyPendulum  # noqa: F401 (registers 'flaky_pendulum')
 
 
+@pytest.mark.parametrize('manager', ['subprocess', 'shared_memory'])
 @pytest.mark.parametrize('failure', ['raise', 'exit', 'hang'])
-def test_broken_env_is_restarted_and_training_goes_on(tmp_path, failure):
+def test_broken_env_is_restarted_and_training_goes_on(tmp_path, failure, manager):
     main = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main.exp_name = str(tmp_path / failure)
     main.env.update(failure=failure, fail_at=30)  # 20-step episodes: the second episode of each instance breaks
     main.env.manager = dict(step_timeout=1.0, retry_waiting_time=0.0)
     create = EasyDict(copy.deepcopy(TINY_CREATE))
-    create.env.type, create.env_manager.type = 'flaky_pendulum', 'subprocess'
+    create.env.type, create.env_manager.type = 'flaky_pendulum', manager
     main.policy.collect.collector = dict(collect_print_freq=1)
     serial_pipeline((main, create), seed=0, max_env_step=200)
     log = (tmp_path / failure / 'log' / 'collector.txt').read_text()
