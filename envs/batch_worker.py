@@ -133,13 +133,13 @@ def _put(view: np.ndarray | None, ids: np.ndarray, obs: Any) -> bool:
 
 
 def run_worker(env_fns: list[Callable[[], BaseEnv]], first: int, columns: Columns, control: Control, index: int,
-           last: int, spin: float, conn: Connection, parent_conn: Connection | None) -> None:
+               last: int, conn: Connection, parent_conn: Connection | None) -> None:
     """Worker ``index`` of a manager: build its envs (rows ``first ..`` of the columns) and serve its commands until
     it closes them, the pipe closes or the manager's process dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes the workers
     if parent_conn is not None:
         parent_conn.close()
-    end = WorkerEnd(control, index, conn, spin, last)
+    end = WorkerEnd(control, index, conn, last)
     group, failure = None, b''
     try:
         group = _Group([fn() for fn in env_fns], first, columns.views())

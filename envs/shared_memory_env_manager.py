@@ -19,13 +19,15 @@ from .timestep_columns import batch_of_timesteps
 from .worker_link import MESSAGE, STEP, STEP_ALL_INFO, Control, ManagerEnd
 
 logger = logging.getLogger(__name__)
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
 
 
 @ENV_MANAGER_REGISTRY.register('shared_memory')
 class SharedMemoryEnvManager(ProcessEnvManager):
     """The envs in ``worker_num`` processes, each stepping its share of them per command; actions, observations
     (of a Box space), rewards and dones go through shared arrays, and the command through a slot in shared memory
-    that the worker spins on for ``spin_wait`` seconds before it sleeps (set 0 where the cores are all busy).
+    that the worker spins on for ``spin_wait`` seconds before it sleeps (while the workers of every such manager in
+    the process have a core each; else it sleeps at once).
 
     For envs that take more than a few tens of microseconds a step (MuJoCo, Box2D) on a machine with cores to
     spare; it gives the same transitions as ``base`` for the same seeds. A worker whose env raises, dies or hangs
@@ -41,6 +43,8 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         step_timeout=60.0,           # seconds a worker may take for one step of its envs before it is restarted
         spin_wait=0.001,             # seconds a waiting worker or manager spins (yielding its core) before it sleeps
     )
+
+    _live = 0  # worker processes of every manager in this process
 
     @classmethod
     def check_config(cls, cfg: dict) -> None:
@@ -64,7 +68,7 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         self._columns: Columns | None = None
         self._views: dict[str, np.ndarray] = {}
         self._control = Control(self._ctx, count, max(len(group) for group in self._groups))
-        self._link = ManagerEnd(self._control, self._conns, self._cfg.spin_wait)
+        self._link = ManagerEnd(self._control, self._conns)
         self._plans: dict[tuple[int, ...], dict[int, tuple[list[int], np.ndarray]]] = {}
 
     @property
@@ -81,15 +85,24 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         parent_conn, child_conn = self._ctx.Pipe()
         process = self._ctx.Process(target=run_worker, daemon=True, name=f'ding_lite_envs_{index}', args=(
             [self._env_fn[i] for i in group], group[0], self._columns, self._control, index,
-            self._link.restarted(index), self._cfg.spin_wait, child_conn, parent_conn))
+            self._link.restarted(index), child_conn, parent_conn))
         process.start()
         child_conn.close()  # the worker holds the only other end: its death is an EOF here
         self._processes[index], self._conns[index] = process, parent_conn
         self._fresh.add(index)
+        SharedMemoryEnvManager._live += 1
+
+    def _stop(self, index: int) -> None:
+        if self._processes[index] is not None:
+            SharedMemoryEnvManager._live -= 1
+        super()._stop(index)
 
     def _send(self, commands: dict[int, tuple[int, Any]], timeout: float) -> Callable[[], dict[int, tuple[bool, Any]]]:
         """Post each worker its ``(kind, payload)``; the call returned gathers ``{worker: (ok, reply or error
         text)}``, waiting until ``timeout`` after the post."""
+        # spin while every manager's workers have a core each; where they outnumber the cores, spinners would
+        # take the cores from the envs that step
+        self._link.set_spin(self._cfg.spin_wait if SharedMemoryEnvManager._live <= _CORES else 0.0)
         failed = {}
         for index, (kind, payload) in commands.items():
             try:

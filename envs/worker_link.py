@@ -24,18 +24,19 @@ _NAP = 0.01  # seconds a sleeper waits on its pipe before it looks at the slot a
 
 
 class Control:
-    """The shared slots of ``worker_num`` workers (each for up to ``group_size`` envs), and the manager's flag."""
+    """The shared slots of ``worker_num`` workers (each for up to ``group_size`` envs), the manager's asleep flag
+    and the spin both sides use now (in microseconds: the manager sets it, 0 where the cores are taken)."""
 
     def __init__(self, ctx: Any, worker_num: int, group_size: int) -> None:
         self.worker_num, self.group_size = worker_num, group_size
-        self.slots = ctx.RawArray('q', worker_num * 6 + 1)
+        self.slots = ctx.RawArray('q', worker_num * 6 + 2)
         self.rows = ctx.RawArray('H', worker_num * group_size)
 
-    def views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(slots [worker, 6], the manager's asleep flag [1], rows [worker, group_size])`` as numpy views."""
+    def views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(slots [worker, 6], the manager's asleep flag [1], the spin [1], rows [worker, group_size])``."""
         flat = np.frombuffer(self.slots, dtype=np.int64)
         rows = np.frombuffer(self.rows, dtype=np.uint16).reshape(self.worker_num, self.group_size)
-        return flat[:-1].reshape(self.worker_num, 6), flat[-1:], rows
+        return flat[:-2].reshape(self.worker_num, 6), flat[-2:-1], flat[-1:], rows
 
 
 def _spin(condition: Any, seconds: float) -> bool:
@@ -57,10 +58,10 @@ def _tagged(message: bytes) -> tuple[int, bytes]:
 class WorkerEnd:
     """A worker's side: ``next()`` waits for a command, ``reply()`` answers it."""
 
-    def __init__(self, control: Control, worker: int, conn: Connection, spin: float, last: int) -> None:
-        slots, self.manager_asleep, rows = control.views()
+    def __init__(self, control: Control, worker: int, conn: Connection, last: int) -> None:
+        slots, self.manager_asleep, self.spin_us, rows = control.views()
         self.slot, self.rows = slots[worker], rows[worker]
-        self.conn, self.spin, self.last, self.parent = conn, spin, last, os.getppid()
+        self.conn, self.last, self.parent = conn, last, os.getppid()
 
     def _new(self) -> bool:
         return self.slot[CMD] != self.last
@@ -68,7 +69,7 @@ class WorkerEnd:
     def next(self) -> tuple[int, Any] | None:
         """``(STEP or STEP_ALL_INFO, env rows)`` or ``(MESSAGE, bytes)``; None once the manager's process is gone."""
         slot = self.slot
-        if not _spin(self._new, self.spin):
+        if not _spin(self._new, self.spin_us[0] * 1e-6):
             slot[ASLEEP] = 1
             while not self._new():
                 if self.conn.poll(_NAP):
@@ -103,9 +104,14 @@ class WorkerEnd:
 class ManagerEnd:
     """The manager's side over its workers' ``conns`` (a list it keeps, a worker's entry replaced on a restart)."""
 
-    def __init__(self, control: Control, conns: list, spin: float) -> None:
-        self.slots, self.asleep, self.rows = control.views()
-        self.conns, self.spin = conns, spin
+    def __init__(self, control: Control, conns: list) -> None:
+        self.slots, self.asleep, self.spin_us, self.rows = control.views()
+        self.conns, self.spin = conns, 0.0
+
+    def set_spin(self, seconds: float) -> None:
+        """How long both sides spin before they sleep, from the next wait on."""
+        self.spin = seconds
+        self.spin_us[0] = round(seconds * 1e6)
 
     def restarted(self, worker: int) -> int:
         """A new worker's start: its slot reset; the sequence number it starts after."""

@@ -151,3 +151,16 @@ def test_the_resume_state_replays_into_a_new_manager():
 def test_bad_settings_are_refused_by_name(key, value):
     with pytest.raises(ConfigError, match=f'env.manager.{key}='):
         SharedMemoryEnvManager([partial(PendulumEnv, cfg={})], {key: value})
+
+
+@pytest.mark.parametrize('cores, spin_us', [(64, 1000), (1, 0)])
+def test_workers_spin_only_while_every_worker_has_a_core(monkeypatch, cores, spin_us):
+    import envs.shared_memory_env_manager as module
+    monkeypatch.setattr(module, '_CORES', cores)
+    live = SharedMemoryEnvManager._live
+    manager = SharedMemoryEnvManager([partial(PendulumEnv, cfg={}) for _ in range(2)], {'worker_num': 2})
+    manager.launch()
+    step = manager.step_batch([0, 1], np.zeros((2, 1), np.float32))
+    spin = int(manager._link.spin_us[0])
+    manager.close()
+    assert step.env_id == [0, 1] and spin == spin_us and SharedMemoryEnvManager._live == live
