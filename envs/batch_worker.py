@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from .base_env import BaseEnv
+from .env_processes import env_command
 from .timestep_columns import _reward_column, _scalar_column
 from .worker_link import MESSAGE, STEP_ALL_INFO, Control, WorkerEnd
 
@@ -70,20 +71,7 @@ class _Group:
         if tag == CLOSE:
             return OK + pickle.dumps([env.close() for env in self.envs])
         command, row, arg = pickle.loads(payload[1:])
-        return OK + pickle.dumps(self.command(self.envs[row], command, arg))
-
-    @staticmethod
-    def command(env: BaseEnv, command: str, arg: Any) -> Any:
-        if command == 'reset':
-            state = env.state_dict() if hasattr(env, 'state_dict') else {}
-            return env.reset(), state
-        if command == 'seed':
-            return env.seed(*arg)
-        if command == 'set_parameters':
-            return env.set_parameters(*arg)
-        if command == 'load_state':
-            return env.load_state_dict(arg) if hasattr(env, 'load_state_dict') else None
-        raise ValueError(f"unknown env worker command {command!r}")
+        return OK + pickle.dumps(env_command(self.envs[row], command, arg))
 
     def step(self, rows: np.ndarray, actions: Any, all_info: bool) -> bytes:
         """Step the envs at ``rows`` (row k of ``actions`` each), write the shared columns; what does not fit them

@@ -31,6 +31,21 @@ def observation_layout(env: BaseEnv) -> tuple[tuple, str] | None:
     return tuple(obs.shape), obs.dtype.str
 
 
+def env_command(env: BaseEnv, command: str, arg: Any) -> Any:
+    """A worker process's answer to a command to one of its envs: 'reset' (the obs and the env's state before it),
+    'seed', 'set_parameters' or 'load_state'."""
+    if command == 'reset':
+        state = env.state_dict() if hasattr(env, 'state_dict') else {}
+        return env.reset(), state
+    if command == 'seed':
+        return env.seed(*arg)
+    if command == 'set_parameters':
+        return env.set_parameters(*arg)
+    if command == 'load_state':
+        return env.load_state_dict(arg) if hasattr(env, 'load_state_dict') else None
+    raise ValueError(f"unknown env worker command {command!r}")
+
+
 def kill(processes: list) -> None:
     """Kill the live ones of ``processes`` (the run's exit, or a manager collected without ``close``)."""
     for process in processes:

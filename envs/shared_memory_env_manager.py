@@ -141,9 +141,7 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         self._send({w: (MESSAGE, CLOSE) for w in slots}, min(self._cfg.reset_timeout, 5.0))()
 
     def _env_recreate(self, env_id: int) -> None:
-        lost = self._restart(self._worker_of[env_id], but=(env_id,))
-        if lost:
-            logger.warning(f"envs {lost} started new episodes: their worker was restarted")
+        self._restart(self._worker_of[env_id], but=(env_id,))
 
     # ---- steps ----
     def _begin(self, env_ids: list[int], actions: Any, all_info: bool) -> Callable[[], _Replies]:
@@ -204,8 +202,6 @@ class SharedMemoryEnvManager(ProcessEnvManager):
             logger.warning(f"the worker of envs {envs} failed ({error.splitlines()[0] if error else error}); "
                            f"restarting it")
             lost += self._restart(worker, but=stepped)
-        if lost:
-            logger.warning(f"envs {lost} started new episodes: their worker was restarted")
         return lost
 
     def _restart(self, worker: int, but: Any = ()) -> list[int]:
@@ -219,6 +215,8 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         lost = [i for i in self._groups[worker] if i in self._ready_obs and i not in but]
         for env_id in lost:
             self._ready_obs[env_id] = self._reset_env(env_id)
+        if lost:
+            logger.warning(f"envs {lost} started new episodes: their worker was restarted")
         return lost
 
     def _timesteps(self, env_ids: list[int], replies: _Replies) -> dict[int, BaseEnvTimestep]:
@@ -241,9 +239,8 @@ class SharedMemoryEnvManager(ProcessEnvManager):
     def _env_step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         env_ids = list(actions)
         replies = self._begin(env_ids, [actions[i] for i in env_ids], all_info=True)()
-        timesteps = self._timesteps(env_ids, replies)
         self._restart_failed(replies, env_ids)
-        return timesteps
+        return self._timesteps(env_ids, replies)
 
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         return self.step_batch_begin(env_ids, actions)()
@@ -257,13 +254,11 @@ class SharedMemoryEnvManager(ProcessEnvManager):
         return lambda: self._batch(env_ids, actions, gather())
 
     def _batch(self, env_ids: list[int], actions: np.ndarray, replies: _Replies) -> BaseEnvBatchTimestep:
+        lost = self._restart_failed(replies, env_ids)
         if not replies.plain():  # a failure, or values outside the shared columns: env by env
             timesteps = self._timesteps(env_ids, replies)
-            lost = self._restart_failed(replies, env_ids)
             step = batch_of_timesteps(self, env_ids, self._stepped(dict(zip(env_ids, actions)), timesteps))
             return step._replace(restarted=step.restarted + lost)
-        for worker in replies.by_worker:
-            self._failures[worker] = 0
         info = {}
         for worker, (_, extras) in replies.by_worker.items():
             if extras:

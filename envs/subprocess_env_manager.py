@@ -16,7 +16,7 @@ from ding_lite.data.collate import to_ndarray
 from ding_lite.registry import ENV_MANAGER_REGISTRY
 from ding_lite.utils.default_config import ConfigError, ConfigWarning
 from .base_env import BaseEnv, BaseEnvBatchTimestep, BaseEnvTimestep
-from .env_processes import EnvFailure, ProcessEnvManager, observation_layout
+from .env_processes import EnvFailure, ProcessEnvManager, env_command, observation_layout
 from .timestep_columns import batch_of_timesteps
 
 logger = logging.getLogger(__name__)
@@ -60,20 +60,13 @@ def _worker(env_fn: Callable[[], BaseEnv], conn: Connection, parent_conn: Connec
                 if command == 'step':
                     timestep = env.step(arg)
                     result = timestep._replace(obs=put(timestep.obs))
-                elif command == 'reset':
-                    state = env.state_dict() if hasattr(env, 'state_dict') else {}
-                    result = (put(env.reset()), state)
-                elif command == 'seed':
-                    result = env.seed(*arg)
-                elif command == 'set_parameters':
-                    result = env.set_parameters(*arg)
-                elif command == 'load_state':
-                    result = env.load_state_dict(arg) if hasattr(env, 'load_state_dict') else None
                 elif command == 'close':
                     conn.send(('ok', env.close()))
                     break
                 else:
-                    raise ValueError(f"unknown env worker command {command!r}")
+                    result = env_command(env, command, arg)
+                    if command == 'reset':
+                        result = (put(result[0]), result[1])
             except Exception as error:
                 conn.send(('error', f"{type(error).__name__}: {error}\n{traceback.format_exc()}"))
                 continue
