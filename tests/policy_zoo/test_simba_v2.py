@@ -66,7 +66,7 @@ def test_the_categorical_target_is_projected_onto_the_support_as_c51():
     atoms = torch.tensor([[0.5, -2.0, 1.0]])         # between two bins; below the support; on a bin
     probs = torch.tensor([[0.2, 0.3, 0.5]])
     assert torch.allclose(project_distribution(atoms, probs, support), torch.tensor([[0.3, 0.1, 0.6]]))
-    atoms, probs = torch.randn(6, 11) * 2, torch.rand(6, 11).softmax(-1)
+    atoms, probs = torch.rand(6, 11) * 10 - 5, torch.rand(6, 11).softmax(-1)  # inside the support: the mean is kept
     target = project_distribution(atoms, probs, torch.linspace(-5, 5, 11))
     assert torch.allclose(target.sum(-1), torch.ones(6))  # mass kept
     assert torch.allclose((target * torch.linspace(-5, 5, 11)).sum(-1), (atoms * probs).sum(-1), atol=1e-5)  # mean
