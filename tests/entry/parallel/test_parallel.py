@@ -136,11 +136,18 @@ class CrashingPendulumEnv(PendulumEnv):
 
     def step(self, action):
         self._steps += 1
-        if self._steps == 30 and not (self._marker and os.path.exists(self._marker)):
-            if self._marker:
-                open(self._marker, 'w').close()
+        if self._steps == 30 and (not self._marker or _first_to_make(self._marker)):
             raise RuntimeError('simulator exploded')
         return super().step(action)
+
+
+def _first_to_make(path: str) -> bool:
+    """Create ``path``; whether this call made it (atomic: of the actors that reach it at once, one crashes)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
 
 
 def test_env_crash_escaping_the_manager_replaces_the_actor(tmp_path, local_ray):
