@@ -34,6 +34,13 @@ class ParamResets:
     def due(self, envstep: int) -> bool:
         return self.on and self.passed(envstep) > self.done
 
+    def made(self, envstep: int) -> str:
+        """Count the reset made at ``envstep``; what was done, for the log."""
+        self.done = self.passed(envstep)
+        kept = 'kept' if 'obs_norm.' in self.keep else 'reset'
+        return (f"parameter reset {self.done} at env step {envstep}: actor, critics, targets, temperature and "
+                f"optimizers start again; the buffer and the data's statistics (observation normaliser: {kept}) stay")
+
     def fresh_state(self, state: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
         """``state`` (a policy's learn state) with the networks, targets, optimizers and temperature of ``fresh`` (a
         newly built policy's), the model's kept statistics (``keep``) as they were."""

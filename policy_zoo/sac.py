@@ -48,6 +48,7 @@ class SACPolicy(Policy):
     # what policy.multi_agent=True runs, and what runs on hybrid actions (this class's own: not inherited)
     multi_agent_type: ClassVar[str] = 'masac'
     hybrid_type: ClassVar[str] = 'hybrid_sac'
+    rate_schedule: ClassVar[bool] = False  # its update sets the learning rates (stacked rows must then share them)
     config = dict(
         type='sac',                           # the registered policy name
         random_collect_size=10000,            # env steps of uniformly random actions before learning
@@ -127,6 +128,7 @@ class SACPolicy(Policy):
         learn = self._cfg.learn
         self._policy_delay = learn.policy_delay              # critic steps per actor step
         self.learn_steps = 0                                  # critic steps so far: whose turn the actor's is
+        self.horizon: int | None = None                       # the run's budget in learn steps (set_horizon)
         self._actor_stats: dict[str, Tensor] | None = None    # the last actor step's, logged again until the next
         self._n_critics = getattr(self._model, 'n_critics', 2 if self._model.twin_critic else 1)
         self._target_update_freq = learn.target_update_freq
@@ -138,7 +140,7 @@ class SACPolicy(Policy):
         self._alpha = Temperature(learn.alpha, target_entropy if learn.auto_alpha else None,
                                   learn.learning_rate_alpha, learn.log_space).to(self._device)
         self.executor = UpdateExecutor(learn, self._device, type(self).__name__)
-        self._resets = ParamResets(learn.param_resets, learn.param_resets_keep_obs_norm)
+        self.resets = ParamResets(learn.param_resets, learn.param_resets_keep_obs_norm)
         self._learn_model = self.executor.model(model_wrap(self._model, 'base'))
         self._bc, self._heads = cloning_and_signals(self._cfg, self.action_space_type == 'discrete',
                                                       self._model.action_size, self._device)
@@ -166,6 +168,10 @@ class SACPolicy(Policy):
 
     def update(self, batch: Batch) -> dict[str, Tensor]:
         return self._update(batch)
+
+    def set_horizon(self, learn_steps: int | None) -> None:
+        """The run's budget in learn steps (``horizon``, which a schedule over the run reads): the pipelines tell it."""
+        self.horizon = learn_steps
 
     def row_settings(self) -> tuple[dict[str, torch.optim.Optimizer | None], Any, Temperature]:
         """What a stacked row may set apart: the optimizers by their learning rate's key, the target wrapper (None
@@ -221,13 +227,13 @@ class SACPolicy(Policy):
         return batch
 
     def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
-        """One learn step: preprocess, the reward heads' rewards, ``_update``; its statistics. A run of many seeds
-        does not call it (it calls ``_preprocess_learn`` and ``_update``): override the hooks below instead."""
+        """One learn step: preprocess, the reward heads' rewards, ``update``; its statistics (a run of many seeds
+        calls ``preprocess_learn`` and ``update``, not this: override the hooks below instead)."""
         batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
         batch.reward = self._heads.rewards(batch)  # [B, K] with heads: a column per dimension or signal
         own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
         signal_stats = self._signal_stats if own_batches else self._heads.train_step(batch)
-        stats = self._update(batch) | signal_stats
+        stats = self.update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
         return stats
@@ -363,21 +369,18 @@ class SACPolicy(Policy):
                 'optimizer_q': copy.deepcopy(self._optimizer_q.state_dict()),
                 'optimizer_policy': copy.deepcopy(self._optimizer_policy.state_dict()),
                 'alpha': self._alpha.state_dict(), 'learn_steps': self.learn_steps,
-                'param_resets_done': self._resets.done,
+                'param_resets_done': self.resets.done,
                 **self._heads.learn_state(), **self._critic_term.learn_state(),
                 'actor_stats': {k: v.detach().clone() for k, v in (self._actor_stats or {}).items()}}
 
     def param_reset(self, envstep: int) -> str | None:
         """At a reset point of ``learn.param_resets``: the networks, targets, temperature and optimizers as a newly
         built policy's (the model's data statistics kept); what was done, for the log, or None."""
-        if not self._resets.due(envstep):
+        if not self.resets.due(envstep):
             return None
         fresh = type(self)(self._cfg, enable_field=['learn'])._state_dict_learn()
-        self._load_state_dict_learn(self._resets.fresh_state(self._state_dict_learn(), fresh))
-        self._resets.done = self._resets.passed(envstep)
-        kept = 'kept' if 'obs_norm.' in self._resets.keep else 'reset'
-        return (f"parameter reset {self._resets.done} at env step {envstep}: actor, critics, targets, temperature and "
-                f"optimizers start again; the buffer and the data's statistics (observation normaliser: {kept}) stay")
+        self._load_state_dict_learn(self.resets.fresh_state(self._state_dict_learn(), fresh))
+        return self.resets.made(envstep)
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state['model'])
@@ -389,7 +392,7 @@ class SACPolicy(Policy):
         self._heads.load_learn_state(state)
         self._critic_term.load_learn_state(state)
         self.learn_steps = int(state.get('learn_steps', 0))
-        self._resets.done = int(state.get('param_resets_done', 0))
+        self.resets.done = int(state.get('param_resets_done', 0))
         stats = state.get('actor_stats')
         self._actor_stats = {k: v.to(self._device, copy=True) for k, v in stats.items()} if stats else None
         self.executor.restart()  # a captured update still points at the replaced optimizer state

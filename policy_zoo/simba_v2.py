@@ -43,6 +43,7 @@ class SimbaV2Policy(SACPolicy):
     (their min, or mean). Rewards are scaled by the model's running estimate of the discounted return's std."""
 
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    rate_schedule: ClassVar[bool] = True
     config = dict(
         type='simba_v2',                     # the registered policy name
         model=dict(type='simba_v2_qac'),     # SimbaV2's network
@@ -84,20 +85,21 @@ class SimbaV2Policy(SACPolicy):
         for optimizer, part in ((self._optimizer_q, self._model.critic), (self._optimizer_policy, self._model.actor)):
             self.executor.after_step(optimizer, lambda part=part: self._model.project(part))
         self._lr = {id(o): o.param_groups[0]['lr'] for o in (self._optimizer_q, self._optimizer_policy)}
-        self._horizon = self._cfg.learn.lr_decay_steps
 
-    def set_horizon(self, learn_steps: int | None) -> None:
-        """The run's budget in learn steps (the pipelines tell it), where ``lr_decay_steps`` is None."""
-        if self._cfg.learn.lr_decay_steps is None:
-            self._horizon = learn_steps
+    @property
+    def decay_steps(self) -> int | None:
+        """Learn steps of the rates' fall: ``lr_decay_steps``, else the run's budget (``horizon``); None: constant."""
+        return self._cfg.learn.lr_decay_steps or self.horizon
 
-    def _update(self, batch: Batch) -> dict[str, Tensor]:
-        if self._horizon:  # linear, from the initial rates to learning_rate_end at the horizon
-            fall = min(self.learn_steps / self._horizon, 1.0)
+    def update(self, batch: Batch) -> dict[str, Tensor]:
+        """The rates of this step (linear, from the initial ones to ``learning_rate_end`` over ``decay_steps``; set
+        outside the update, so a run of many seeds stacks it), then SAC's update."""
+        if self.decay_steps:
+            fall = min(self.learn_steps / self.decay_steps, 1.0)
             for optimizer in (self._optimizer_q, self._optimizer_policy):
                 start = self._lr[id(optimizer)]
                 optimizer.param_groups[0]['lr'] = start + (self._cfg.learn.learning_rate_end - start) * fall
-        return super()._update(batch)
+        return super().update(batch)
 
     def _critic_out(self, obs: Tensor, action: Tensor, target: bool = False) -> dict[str, Tensor]:
         model = self._target_model if target else self._learn_model

@@ -120,7 +120,7 @@ class BaseLearner:
         """One learn step on ``data`` (a batch or a list of transitions), between the iteration hooks; first, at a
         reset point of the policy's ``param_resets`` (``envstep``: the run's), its parameter reset, logged."""
         self.call_hook('before_iter')
-        self._param_reset(envstep)
+        self.param_reset(envstep)
         backup = copy.deepcopy(self._policy.state_dict()) if self._skip_nonfinite else None
         output = self._policy.forward(data)
         if backup is not None and not bool(torch.stack([torch.isfinite(v).all() for v in output.values()]).all()):
@@ -174,13 +174,16 @@ class BaseLearner:
         self.logger.info(format_scalars(f"iter {self.train_iter} envstep {self.last_envstep}", self.last_log))
         return self.last_log
 
-    def _param_reset(self, envstep: int) -> None:
+    def param_reset(self, envstep: int) -> bool:
+        """The policy's parameter reset where one of its ``param_resets`` is due at ``envstep`` (the run's), logged;
+        whether one was made (``train`` calls it first; a run of many seeds before its stacked update)."""
         reset = getattr(self._policy, 'param_reset', None)
         said = reset(envstep) if reset is not None and envstep >= 0 else None
         if said:
             build_logger(self.exp_name, 'summary', console=True).info(f"iter {self.train_iter}: {said}")
             self.logger.info(f"iter {self.train_iter} envstep {envstep} {said}")
             write_scalars(self._tb_logger, 'learner', {'param_reset_envstep': float(envstep)}, self.train_iter)
+        return bool(said)
 
     def call_hook(self, name: str) -> None:
         """Run the hooks at position ``name`` ('before_run', 'after_run', 'before_iter' or 'after_iter')."""

@@ -17,7 +17,6 @@ _ONE_BY_ONE = {
     'cloning': _NOT_STACKED.format("demonstrations are"),
     'reward_vector': _NOT_STACKED.format("reward heads are"),
     'amp_fp16': "fp16's gradient scaler is one row's",
-    'param_resets': "each row's networks start again at its own reset points, which one stacked update cannot do yet",
 }
 
 SERIAL = Pipeline('serial', '-m serial', _ALL - {'data_path'}, refuses={'data_path': _DATA_PATH})

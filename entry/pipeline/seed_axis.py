@@ -100,6 +100,10 @@ def _rates_per_row(optimizer: torch.optim.Optimizer, rates: Tensor) -> None:
     optimizer.step = stepped
 
 
+class StepsApart(ValueError):
+    """The seeds' optimizers stand at different steps (a parameter reset at different env steps): no shared update."""
+
+
 class _Slots:
     """Where each stacked tensor of the lead's modules sits (``module._parameters`` or ``_buffers``, by name), so
     that one seed's slices can stand in for them during a call (what ``functional_call`` does, without its
@@ -142,6 +146,7 @@ class SeedAxis:
             raise ValueError(f"the seeds stand at different learn steps {sorted(steps)}; a run of many seeds steps "
                              f"them together")
         self.lead.learn_steps = steps.pop()
+        self.lead.set_horizon(first.horizon)  # (a schedule over the run reads it: SimbaV2's rates)
         for policy in (self.lead, *self.policies):
             _init_adam_states(policy)
         self._stack()
@@ -181,6 +186,9 @@ class SeedAxis:
             return torch.tensor(values, device=self.lead.device) if len(set(values)) > 1 else None
         for key, optimizer in optimizers.items():
             rates = apart([float(learn[key]) for learn in learns])
+            if rates is not None and self.lead.rate_schedule:
+                raise ValueError(f"these rows cannot share one update: {type(self.lead).__name__} sets its learning "
+                                 f"rates each step, so the rows must share {key}")
             if rates is not None and optimizer is not None:
                 _rates_per_row(optimizer, rates)
         if target is not None:  # (CrossQ has none)
@@ -257,8 +265,8 @@ class SeedAxis:
         for path, state in _adam_states(self.lead).items():
             steps = {float(seed[path]['step']) for seed in seeds}
             if len(steps) > 1:
-                raise ValueError(f"the seeds' optimizers stand at different steps {sorted(steps)} ({path}); a run of "
-                                 f"many seeds steps them together")
+                raise StepsApart(f"the seeds' optimizers stand at different steps {sorted(steps)} ({path}); one "
+                                 f"update steps them together")
             state['step'].copy_(seeds[0][path]['step'])
             for seed in seeds:  # one counter for all: the seeds step together
                 seed[path]['step'] = state['step']
@@ -366,8 +374,10 @@ def _adam_states(policy: Policy) -> dict[str, dict[str, Tensor]]:
 def _init_adam_states(policy: Policy) -> None:
     """Create the Adam state a first step would (zero moments, step 0), so that seeds can share it as views."""
     for name, optimizer in _optimizers(policy):
-        if type(optimizer).__name__ not in ('Adam', 'FusedAdam') or any(g['amsgrad'] for g in optimizer.param_groups):
-            raise ValueError(f"{name} is {type(optimizer).__name__}: a run of many seeds stacks Adam's state only")
+        if type(optimizer).__name__ not in ('Adam', 'AdamW', 'FusedAdam') or \
+                any(g['amsgrad'] for g in optimizer.param_groups):
+            raise ValueError(f"{name} is {type(optimizer).__name__}: a run of many seeds stacks Adam's (or AdamW's) "
+                             f"state only")
         for group in optimizer.param_groups:
             on_device = group['fused'] or group['capturable']
             for param in group['params']:

@@ -13,7 +13,7 @@ from ding_lite.data import ReplayBuffer
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
 from ..kit.life_cycle import after_run, summarise
-from .seed_axis import Fields, SeedAxis
+from .seed_axis import Fields, SeedAxis, StepsApart
 
 
 class SeedGroup:
@@ -27,6 +27,7 @@ class SeedGroup:
             run.own_forward = run.learner.policy.forward  # the seed's learn step, while it trains alone
         self._axis: SeedAxis | None = None
         self._stale = True  # stacked at the first update: seeds that ended before it never are
+        self._apart = False  # the seeds' optimizers stood at different steps at a restack (said once)
 
     def sample(self, runs: list[SimpleNamespace], batch_size: int) -> list[Any] | Fields:
         """The seeds' batches: one gather from the buffers' shared tensors (``[S, B, ...]`` fields) where every
@@ -103,16 +104,26 @@ class SeedGroup:
             run.loop.ended = ended
         self.active = [active for active in self.active if active is not run]  # (namespaces: by identity)
         run.learner.policy.forward = run.own_forward
-        if self._axis is not None:  # the seed gets its own tensors back before its last checkpoint
-            self._axis.release()
-            self._axis = None
-        self._stale = True
+        self.unstack()  # the seed gets its own tensors back before its last checkpoint
         after_run(run.cfg, run.learner, interrupted.is_set())
         summarise(run.cfg, run.learner, run.collector.envstep, run.evaluator, interrupted=interrupted.is_set())
 
+    def unstack(self) -> None:
+        """Give every seed its own tensors again (a seed leaving, or the seeds' parameters reset); stacked again at
+        the next update."""
+        if self._axis is not None:
+            self._axis.release()
+            self._axis = None
+        self._stale = True
+
     def _restack(self) -> None:
         self._stale = False
-        self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
+        try:
+            self._axis = SeedAxis([run.policy for run in self.active]) if len(self.active) > 1 else None
+        except StepsApart as apart:  # rows that reset their parameters at different env steps
+            if not self._apart:
+                print(f"the seeds now train one after another: {apart}", flush=True)
+            self._apart, self._axis = True, None
         for run in self.active:
             run.learner.policy.forward = run.own_forward if self._axis is None else \
                 (lambda data, run=run: run.output)

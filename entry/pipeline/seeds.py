@@ -333,6 +333,7 @@ def _learn_round(seeds: SeedGroup, interrupted: threading.Event) -> None:
             ready.append(run)
         if not ready:
             return
+        _param_resets(seeds, ready)
         with _phase(ready, 'learn'):
             batches = seeds.sample(ready, ready[0].cfg.policy.learn.batch_size)
             outputs = seeds.update(ready, batches)
@@ -341,6 +342,17 @@ def _learn_round(seeds: SeedGroup, interrupted: threading.Event) -> None:
                 batch = batches[k] if isinstance(batches, list) else {key: v[k] for key, v in batches.items()}
                 train_reward_models(run.cfg, run, run.sample)  # (a row with reward signals trains alone)
                 run.learner.train(batch, run.collector.envstep)
+
+
+def _param_resets(seeds: SeedGroup, runs: list[SimpleNamespace]) -> None:
+    """Before the stacked update, the parameter resets due at each seed's env step: the seeds get their own tensors,
+    each resets on its own random stream (its fresh networks drawn as if it ran alone), and they stack again."""
+    due = [run for run in runs if run.policy.resets.due(run.collector.envstep)]
+    if due:
+        seeds.unstack()
+        for run in due:
+            with _stream(run):
+                run.learner.param_reset(run.collector.envstep)
 
 
 def _log_times(run: SimpleNamespace) -> None:

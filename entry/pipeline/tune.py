@@ -99,8 +99,12 @@ def sample(trial: Any, space: dict[str, list]) -> dict[str, Any]:
 
 def stacks(space: dict[str, list]) -> bool:
     """Whether trials of ``space`` can share one stacked update (every key a row setting)."""
-    keys = [key for name in space for key in (LEARNING_RATES if name == 'learning_rate' else (name,))]
-    return all(key.startswith('policy.learn.') and key.split('.', 2)[2] in ROW_SETTINGS for key in keys)
+    return all(key.startswith('policy.learn.') and key.split('.', 2)[2] in ROW_SETTINGS for key in _keys(space))
+
+
+def _keys(space: dict[str, list]) -> list[str]:
+    """The config keys ``space`` sets (its ``learning_rate`` sets all three)."""
+    return [key for name in space for key in (LEARNING_RATES if name == 'learning_rate' else (name,))]
 
 
 def tune(input_cfg: str | tuple | list, max_env_step: int, n_trials: int = 16, stack: int = 4,
@@ -244,7 +248,12 @@ def _why_one_at_a_time(main: EasyDict, create: EasyDict, seed: int, space: dict[
         return f"the search space sets {', '.join(space)}: beyond policy.learn's {', '.join(ROW_SETTINGS)} (and " \
                f"learning_rate) a trial may change the networks' shapes or the run's loop"
     cfg = compile_input((main, create), seed, save_cfg=False)
-    return why_not_vectorised(get_policy_cls(cfg.policy), cfg.policy)
+    policy_cls = get_policy_cls(cfg.policy)
+    rates = [key for key in _keys(space) if key in LEARNING_RATES]
+    if rates and getattr(policy_cls, 'rate_schedule', False):
+        return f"{policy_cls.__name__} sets its learning rates each step (a schedule), so rows cannot set " \
+               f"{', '.join(rates)} apart"
+    return why_not_vectorised(policy_cls, cfg.policy)
 
 
 def _finished(study: Any, optuna: Any) -> int:

@@ -43,6 +43,32 @@ def test_a_resume_on_either_side_of_a_reset_matches_the_uninterrupted_run(tmp_pa
     assert resumed.learn_mode.state_dict()['param_resets_done'] == 1
 
 
+def test_stacked_seeds_reset_inside_their_one_update_and_a_resume_past_the_reset_keeps_it(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """Two seeds: every learn step, the reset's included, is one stacked update; each seed logs its reset once (not
+    again after a resume from past it) and its Adam counts the steps since."""
+    from entry.pipeline.seed_axis import SeedAxis
+    stacked, forward = [], SeedAxis.forward
+    monkeypatch.setattr(SeedAxis, 'forward', lambda self, batches: stacked.append(1) or forward(self, batches))
+    with monkeypatch.context() as patch:
+        _crash_at(patch, 30)
+        with pytest.raises(KeyboardInterrupt):
+            serial_pipeline(_resetting(tmp_path / 'run'), seed=[0, 1], max_train_iter=40)
+    serial_pipeline(_resetting(tmp_path / 'run'), seed=[0, 1], max_train_iter=40, resume=True)
+    assert 'one after another' not in capsys.readouterr().out
+    for seed in (0, 1):
+        learner = (tmp_path / f'run_seed{seed}' / 'log' / 'learner.txt').read_text()
+        before, after = learner.split('resumed the run from')
+        line = next(line for line in before.splitlines() if 'parameter reset 1 at env step' in line)
+        assert 60 <= int(line.split('at env step ')[1].split(':')[0]) < 70 and 'parameter reset' not in after
+        state = torch.load(tmp_path / f'run_seed{seed}' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)
+        reset_iter = int(line.split('iter ')[1].split(' ')[0])
+        assert {int(s['step']) for s in state['optimizer_q']['state'].values()} == {40 - reset_iter}
+        assert state['param_resets_done'] == 1
+    resumed_at = int(after.split('iteration ')[1].split(',')[0])
+    assert len(stacked) == 30 + 40 - resumed_at  # (the 30th raised inside its stacked update)
+
+
 def test_offline_training_refuses_resets_by_env_step(tmp_path):
     from entry.pipeline.offline import serial_pipeline_offline
     main, create = _resetting(tmp_path / 'offline')

@@ -41,7 +41,7 @@ def test_the_simba_policy_has_the_papers_values_and_its_normaliser_moves_with_co
 
 def test_the_network_under_the_familys_policies_and_what_it_refuses(tmp_path):
     from entry import serial_pipeline
-    for policy in ('tqc', 'redq', 'droq'):  # quantiles, an ensemble of 10, dropout in the blocks; seeds stacked
+    for policy in ('tqc', 'redq', 'simba', 'droq'):  # quantiles, an ensemble of 10, AdamW, dropout; seeds stacked
         policies = serial_pipeline(_tiny(tmp_path, policy, type='simba_qac'), seed=[0, 1], max_train_iter=4)
         assert len(policies) == 2 and isinstance(policies[0]._model, SimbaQAC)
     assert policies[0]._model.critic[0][1].dropout == 0.01
@@ -56,16 +56,20 @@ def test_the_network_under_the_familys_policies_and_what_it_refuses(tmp_path):
     assert serial_pipeline((main, create), seed=0, max_train_iter=4)._model.obs_norm.clip == 10.0
 
 
-def test_simba_v2_trains_its_rates_fall_over_the_budget_and_its_checkpoint_weights_are_on_the_sphere(tmp_path):
+def test_simba_v2_trains_its_rates_fall_over_the_budget_and_its_checkpoint_weights_are_on_the_sphere(tmp_path,
+                                                                                                      capsys):
     from entry import serial_pipeline
     main, create = _tiny(tmp_path, 'simba_v2', num_bins=11)
     policy = serial_pipeline((main, create), seed=0, max_env_step=200)  # 40 warm-up steps, then 80 learn steps
-    assert policy._horizon == 80 and policy._optimizer_q.param_groups[0]['lr'] == pytest.approx(5.0625e-5)
-    state = torch.load(tmp_path / 'simba_v2' / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['model']
-    weights = {k: v for k, v in state.items() if k.endswith('.weight') and 'norm' not in k}
-    assert weights and all(torch.allclose(v.norm(dim=-1), torch.ones(v.shape[:-1]), atol=1e-5)
-                           for v in weights.values())
-    assert state['reward_norm.count'] == 200 and state['support'].shape == (11,)  # returns of every collected step
+    assert policy.decay_steps == 80 and policy._optimizer_q.param_groups[0]['lr'] == pytest.approx(5.0625e-5)
+    stacked = serial_pipeline((main, create), seed=[1, 2], max_env_step=200)  # two seeds in one update
+    assert 'one after another' not in capsys.readouterr().out and [p.decay_steps for p in stacked] == [80, 80]
+    for folder in ('simba_v2', 'simba_v2_seed1', 'simba_v2_seed2'):
+        state = torch.load(tmp_path / folder / 'ckpt' / 'ckpt_last.pth.tar', weights_only=True)['model']
+        weights = {k: v for k, v in state.items() if k.endswith('.weight') and 'norm' not in k}
+        assert weights and all(torch.allclose(v.norm(dim=-1), torch.ones(v.shape[:-1]), atol=1e-5)
+                               for v in weights.values())
+        assert state['reward_norm.count'] == 200 and state['support'].shape == (11,)  # every collected step's
     main.exp_name = str(tmp_path / 'twice')
     main.env.norm_reward = dict(use_norm=True)
     with pytest.raises(ConfigError, match='would scale them twice'):

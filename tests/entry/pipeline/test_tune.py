@@ -65,6 +65,27 @@ def test_rows_apart_in_anything_else_do_not_stack():
         SeedAxis([_policy('sac'), _policy('sac', batch_size=16)])
 
 
+def test_simba_v2_rows_stack_their_seeds_but_not_apart_learning_rates(tmp_path):
+    """SimbaV2 sets its rates each step (its schedule), from one start: rows apart in them run one after another,
+    said before any trial; rows apart in gamma only still stack."""
+    def rows(**learn):
+        main = dict(exp_name='unused', policy=dict(model=dict(obs_shape=3, action_shape=2, actor_hidden_dim=8,
+                                                              critic_hidden_dim=8, num_bins=11),
+                                                   learn=dict(batch_size=8, **learn)))
+        return create_policy(compile_config(main, create_cfg=dict(policy=dict(type='simba_v2')), save_cfg=False).policy)
+    with pytest.raises(ValueError, match=r"SimbaV2Policy sets its learning rates each step.*learning_rate_q"):
+        SeedAxis([rows(), rows(learning_rate_q=3e-4)])
+    SeedAxis([rows(), rows(discount_factor=0.9)]).forward([_batch(False), _batch(False)])
+    main, create = copy.deepcopy(TINY_PENDULUM), copy.deepcopy(TINY_CREATE)
+    create['policy']['type'] = 'simba_v2'
+    main['exp_name'] = str(tmp_path / 'why')
+    main['policy']['model'] = dict(actor_hidden_dim=8, critic_hidden_dim=8, num_bins=11)
+    why = tune_module._why_one_at_a_time(main, create, 0, {'learning_rate': ['loguniform', 1e-5, 1e-3]})
+    assert why.startswith('SimbaV2Policy sets its learning rates each step')
+    gammas = {'policy.learn.discount_factor': ['categorical', [0.9, 0.99]]}
+    assert tune_module._why_one_at_a_time(main, create, 0, gammas) is None
+
+
 def _config_file(tmp_path) -> str:
     main = copy.deepcopy(TINY_PENDULUM)
     main['exp_name'] = 'tiny'
