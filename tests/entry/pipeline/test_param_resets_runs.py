@@ -69,6 +69,24 @@ def test_stacked_seeds_reset_inside_their_one_update_and_a_resume_past_the_reset
     assert len(stacked) == 30 + 40 - resumed_at  # (the 30th raised inside its stacked update)
 
 
+def test_the_overlapped_collectors_snapshot_acts_with_the_reset_weights(tmp_path, monkeypatch):
+    """With collection overlapped, the child's copy is synced from the model's own tensors after the reset too (a
+    reset loads in place: the weights the child acts with are the fresh ones)."""
+    from ding_lite.worker import overlapped_collector
+    synced, sync = [], overlapped_collector.OverlappedCollector._sync_weights
+
+    def recorded(self):
+        sync(self)
+        live = overlapped_collector._synced_tensors(self._policy.model)
+        synced.append((self._policy.resets.done, all(a.data_ptr() == b.data_ptr() and torch.equal(a, c)
+                                                     for a, b, c in zip(live, self._live, self._shared))))
+    monkeypatch.setattr(overlapped_collector.OverlappedCollector, '_sync_weights', recorded)
+    main, create = _resetting(tmp_path / 'overlap')
+    main.policy.collect.overlap = True
+    serial_pipeline((main, create), seed=0, max_train_iter=40)
+    assert {done for done, _ in synced} == {0, 1} and all(same for _, same in synced)
+
+
 def test_offline_training_refuses_resets_by_env_step(tmp_path):
     from entry.pipeline.offline import serial_pipeline_offline
     main, create = _resetting(tmp_path / 'offline')
