@@ -135,7 +135,15 @@ class RandomCollectPolicy:
         """A random action per row, drawn as ``forward`` draws them (env order)."""
         state = {'state': self._policy.forward_batch(obs, memory=kwargs['memory'])['state']} \
             if kwargs.get('memory') else {}
-        return {'action': torch.as_tensor(np.stack([self._space.sample() for _ in range(batch_len(obs))])), **state}
+        return {'action': torch.as_tensor(self._draw(batch_len(obs))), **state}
+
+    def _draw(self, n: int) -> np.ndarray:
+        """``n`` actions, the values ``n`` calls of the space's ``sample`` give: one draw for a float Box bounded
+        everywhere (its ``sample`` is ``uniform(low, high)``, ~45 us a call), else a call per action."""
+        space = self._space
+        if isinstance(space, gym.spaces.Box) and space.dtype.kind == 'f' and space.is_bounded('both'):
+            return space.np_random.uniform(space.low, space.high, (n, *space.shape)).astype(space.dtype)
+        return np.stack([space.sample() for _ in range(n)])
 
     def reset(self, data_id: list[int] | None = None) -> None:
         pass
