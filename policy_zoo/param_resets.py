@@ -2,7 +2,7 @@
 env steps the networks, their targets, the temperature and every optimizer start again; the replay buffer stays."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 from torch import Tensor
@@ -41,16 +41,17 @@ class ParamResets:
         return (f"parameter reset {self.done} at env step {envstep}: actor, critics, targets, temperature and "
                 f"optimizers start again; the buffer and the data's statistics (observation normaliser: {kept}) stay")
 
-    def fresh_state(self, state: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
-        """``state`` (a policy's learn state) with the networks, targets, optimizers and temperature of ``fresh`` (a
-        newly built policy's), the model's kept statistics (``keep``) as they were."""
+    def fresh_state(self, state: dict[str, Any], fresh: dict[str, Any], stays: Iterable[str] = ()) -> dict[str, Any]:
+        """``state`` (a policy's learn state) with every entry of ``fresh`` (a newly built policy's: the networks,
+        targets, optimizers, temperatures, CQL's Lagrange weight), but for the counters, the entries named in
+        ``stays`` (the reward heads') and the model's kept statistics (``keep``), which stay as they were."""
         state = dict(state)
-        for key in ('model', 'target_model'):
-            if key in fresh:
-                state[key] = {k: v if k.startswith(self.keep) else fresh[key].get(k, _initial(k, v))
+        for key, value in fresh.items():
+            if key in ('model', 'target_model'):
+                state[key] = {k: v if k.startswith(self.keep) else value.get(k, _initial(k, v))
                               for k, v in state[key].items()}
-        for key in ('optimizer_q', 'optimizer_policy', 'alpha'):
-            state[key] = fresh[key]
+            elif key not in ('learn_steps', 'param_resets_done', *stays):
+                state[key] = value
         return state
 
 

@@ -379,7 +379,7 @@ class SACPolicy(Policy):
         if not self.resets.due(envstep):
             return None
         fresh = type(self)(self._cfg, enable_field=['learn'])._state_dict_learn()
-        self._load_state_dict_learn(self.resets.fresh_state(self._state_dict_learn(), fresh))
+        self._load_state_dict_learn(self.resets.fresh_state(self._state_dict_learn(), fresh, self._heads.learn_state()))
         return self.resets.made(envstep)
 
     def _load_state_dict_learn(self, state: dict[str, Any]) -> None:

@@ -67,3 +67,45 @@ def test_a_reset_puts_back_networks_targets_temperature_and_optimizers_and_keeps
     assert policy._alpha.raw.item() == pytest.approx(fresh._alpha.raw.item())
     assert policy._alpha.optimizer.state_dict()['state'] == {}
     assert policy.param_reset(130) is None and policy._state_dict_learn()['param_resets_done'] == 1  # once
+
+
+def _flat(value, prefix=''):
+    """A learn state's leaves by path (nested dicts of tensors and numbers)."""
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f'{prefix}{key}/').items()}
+    return {prefix: value}
+
+
+@pytest.mark.parametrize('policy_type', ['sac_v1', 'discrete_sac', 'tqc', 'redq', 'droq', 'crossq', 'cql_lagrange',
+                                         'sac_n', 'edac', 'simba', 'simba_v2'])
+def test_a_reset_across_the_family_starts_every_learned_part_again(policy_type):
+    """Every entry of the learn state a newly built policy has (value networks, BatchRenorm's statistics, CQL's
+    Lagrange weight and its optimizer, the ensembles) is that policy's after a reset; the learn-step count and the
+    model's data statistics (SimBa's and SimbaV2's normalisers) stay; the next update runs."""
+    from tests.entry.pipeline.test_seeds import _batch as family_batch, _policy_cfg
+
+    def build():
+        cfg = _policy_cfg(policy_type)
+        cfg.learn.param_resets = [10]
+        return create_policy(cfg)
+    discrete = policy_type == 'discrete_sac'
+    torch.manual_seed(0)
+    policy = build()
+    for _ in range(3):
+        policy._forward_learn(family_batch(discrete))
+    before = _flat(policy._state_dict_learn())
+    torch.manual_seed(5)
+    fresh = _flat(build()._state_dict_learn())
+    torch.manual_seed(5)
+    assert 'parameter reset 1 at env step 12' in policy.param_reset(12)
+    after = _flat(policy._state_dict_learn())
+    assert after.keys() == fresh.keys() and after['learn_steps/'] == 3 and after['param_resets_done/'] == 1
+    for path, value in after.items():
+        if path in ('learn_steps/', 'param_resets_done/'):
+            continue
+        kept = path.startswith(('model/obs_norm.', 'model/reward_norm.', 'target_model/obs_norm.',
+                                'target_model/reward_norm.'))
+        expected = before[path] if kept else fresh.get(path)
+        same = torch.equal(value, expected) if isinstance(value, torch.Tensor) else value == expected
+        assert same, path
+    policy._forward_learn(family_batch(discrete))
