@@ -9,7 +9,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.utils.default_config import class_default_config
+from ding_lite.utils.default_config import ConfigError, class_default_config
 from ding_lite.data.collate import default_collate
 from ding_lite.model import NoValidActionError, model_wrap
 from ding_lite.model.wrappers import set_training
@@ -160,8 +160,16 @@ class Policy:
 
     @classmethod
     def model_kwargs(cls, cfg: dict) -> tuple[str, dict[str, Any]]:
-        """``(model type, its keyword arguments)`` from ``cfg.model`` (``factory.model_kwargs``)."""
-        return model_kwargs((cfg.get('model') or {}).get('type') or cls.default_model(), cfg)
+        """``(model type, its keyword arguments)`` from ``cfg.model`` (``factory.model_kwargs``); a model declaring
+        other actions than the policy's (``action_space_type``) is refused naming both."""
+        model_type = (cfg.get('model') or {}).get('type') or cls.default_model()
+        acts = getattr(MODEL_REGISTRY.get(model_type), 'action_space_type', None) if model_type in MODEL_REGISTRY \
+            else None
+        if acts not in (None, cls.action_space_type):
+            raise ConfigError(f"policy {cfg.get('type')!r} acts on {cls.action_space_type} actions and model "
+                              f"{model_type!r} on {acts} ones; set policy.model.type to a {cls.action_space_type} "
+                              f"model (the policy's default: {cls.default_model()!r})")
+        return model_kwargs(model_type, cfg)
 
     @classmethod
     def init_model(cls, model: nn.Module, cfg: dict) -> nn.Module:

@@ -41,6 +41,8 @@ class DiscreteMAQAC(_MAQAC):
     """Softmax actor ``agent_state -> logit [B, A, n]`` (``action_mask`` passed on) and (twin) critics
     ``global_state -> q [E, B, A, n]``: every action's value for each agent."""
 
+    action_space_type = 'discrete'  # the actions it acts on (a policy of other actions refuses it)
+
     def __init__(
             self,
             agent_obs_shape: int | list,          # one agent's own observation (the actor's input)
@@ -75,6 +77,8 @@ class DiscreteMAQAC(_MAQAC):
 class ContinuousMAQAC(_MAQAC):
     """Tanh-Gaussian actor ``agent_state -> (mu, sigma) [B, A, act]`` and (twin) critics ``(global_state, that
     agent's action) -> q [E, B, A]``."""
+
+    action_space_type = 'continuous'  # the actions it acts on (a policy of other actions refuses it)
 
     def __init__(
             self,

@@ -107,6 +107,8 @@ class ContinuousQAC(_QAC):
     ``reward_heads > 1`` one value per reward signal: ``[E, B, reward_heads]``.
     """
 
+    action_space_type = 'continuous'  # the actions it acts on (a policy of other actions refuses it)
+
     def __init__(
             self,
             obs_shape: int | list | dict,         # observation size; [C, H, W] for images; {key: shape} for a Dict
@@ -209,6 +211,8 @@ class HybridQAC(ContinuousQAC):
     'action'}`` with the Box part of the action. ContinuousQAC's keys, plus ``choices`` (K); vector observations.
     """
 
+    action_space_type = 'hybrid'  # the actions it acts on (a policy of other actions refuses it)
+
     @classmethod
     def default_config(cls) -> EasyDict:
         """ContinuousQAC's keys, ``choices`` and ``box_per_choice``."""
@@ -253,6 +257,8 @@ class DiscreteQAC(_QAC):
     ``compute_critic`` takes ``{'obs'}`` (or the obs tensor) and returns ``{'q_value'}``: ``[2, B, A]`` with twin
     critics, else ``[B, A]``; with ``reward_heads > 1``, ``[..., A, reward_heads]``.
     """
+
+    action_space_type = 'discrete'  # the actions it acts on (a policy of other actions refuses it)
 
     def __init__(
             self,

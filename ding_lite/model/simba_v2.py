@@ -133,6 +133,8 @@ class SimbaV2QAC(_QAC):
     and reward scaler (``reward_norm``: rewards over the running discounted return's standard deviation), saved and
     resumed with it; ``project()`` puts every weight back on the sphere (the policy calls it after each step)."""
 
+    action_space_type = 'continuous'  # the actions it acts on (a policy of other actions refuses it)
+
     def __init__(
             self,
             obs_shape: int | list,                # observation size (vectors)

@@ -54,6 +54,12 @@ def test_the_network_under_the_familys_policies_and_what_it_refuses(tmp_path):
         serial_pipeline((main, create), seed=0, max_train_iter=4)
     main.policy.model.obs_norm = False  # env.norm_obs's normaliser instead: one, as the error says
     assert serial_pipeline((main, create), seed=0, max_train_iter=4)._model.obs_norm.clip == 10.0
+    main, create = _tiny(tmp_path, 'discrete_sac', type='simba_qac')  # no discrete counterpart: refused by name
+    main.env.env_id, create.env = 'CartPole-v1', EasyDict(type='gymnasium')
+    with pytest.raises(ConfigError, match=r"policy 'discrete_sac' acts on discrete actions and model 'simba_qac' on "
+                                          r"continuous ones; set policy.model.type to a discrete model"):
+        serial_pipeline((main, create), seed=0, max_train_iter=4)
+    assert not (tmp_path / 'discrete_sac').exists()
 
 
 def test_simba_v2_trains_its_rates_fall_over_the_budget_and_its_checkpoint_weights_are_on_the_sphere(tmp_path,
