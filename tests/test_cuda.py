@@ -242,6 +242,22 @@ def test_cuda_graph_replays_without_a_host_sync_and_captures_again_after_a_load(
     _assert_same_steps(graphed, eager, range(20, 24))
 
 
+def test_a_parameter_reset_under_a_captured_update_steps_the_fresh_weights_as_the_eager_one(monkeypatch):
+    """A reset loads a fresh learn state (issue 70): the update is captured again, and its replays step the reset
+    weights and optimizers as the eager update does."""
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    graphed, eager = _cuda_policy(cuda_graph=True, param_resets=[100]), _cuda_policy(param_resets=[100])
+    _assert_same_steps(graphed, eager, range(6))           # captured, then replayed
+    for policy in (graphed, eager):
+        torch.manual_seed(3)                               # the same fresh networks for both
+        assert 'parameter reset 1 at env step 100' in policy.param_reset(100)
+    assert not graphed._update._graphs
+    for a, b in zip(graphed.model.parameters(), eager.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    _assert_same_steps(graphed, eager, range(6, 14))       # captured again: the replays step the fresh weights
+    assert not graphed._update.eager and len(graphed._update._graphs) == 1
+
+
 def test_cuda_graph_replays_draw_fresh_noise_and_repeat_for_a_seed(monkeypatch):
     """The RNG contract of a graphed update: every replay draws new random numbers (the captured Philox offset
     advances per replay), and the same seed gives the same sequence again. Equality with eager mode's draws is not
