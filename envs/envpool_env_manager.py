@@ -151,7 +151,8 @@ class EnvPoolEnvManager:
         return self._receive()
 
     def _step_sync(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
-        return self._per_env(*self._advance(list(actions), self._actions(list(actions.values()))))
+        self._send_all(list(actions), self._actions(list(actions.values())))
+        return self._per_env(*self._advance(list(actions)))
 
     @staticmethod
     def _per_env(step: BaseEnvBatchTimestep, returns: dict[int, float]) -> dict[int, BaseEnvTimestep]:
@@ -171,19 +172,36 @@ class EnvPoolEnvManager:
     def step_batch(self, env_ids: list[int], actions: np.ndarray) -> BaseEnvBatchTimestep:
         """``step`` with row k of ``actions`` (the policy's, unscaled) for env ``env_ids[k]``, as columns: sync, the
         given envs; async, those that came back (see the class docstring)."""
-        self._check_ready(env_ids)
-        step, returns = (self._advance if self._sync else self._send)(env_ids, self._actions(actions))
-        return step._replace(info=_infos(step, returns, returns)) if returns else step
+        return self.step_batch_begin(env_ids, actions)()
 
-    def _advance(self, env_ids: list[int], actions: np.ndarray) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
-        """Every env steps (those not in ``env_ids`` with a zero action, unreported: an evaluation's finished
-        envs) with ``actions`` in the env's space; ended episodes reset at once. Returns the given envs' columns and
-        the returns of the episodes that ended."""
+    def step_batch_begin(self, env_ids: list[int], actions: np.ndarray) -> Callable[[], BaseEnvBatchTimestep]:
+        """``step_batch`` begun: sync, the actions are sent and EnvPool's threads step while the caller begins other
+        managers' steps (many seeds' pools step at once); the call returned receives the step. Async: at once."""
+        self._check_ready(env_ids)
+        actions = self._actions(actions)
+        if not self._sync:
+            done = self._columns(*self._send(env_ids, actions))
+            return lambda: done
+        self._send_all(env_ids, actions)
+        return lambda: self._columns(*self._advance(env_ids))
+
+    def _send_all(self, env_ids: list[int], actions: np.ndarray) -> None:
+        """Sync: every env's action sent (``actions`` in the env's space for ``env_ids``; the others a zero action,
+        their steps unreported: an evaluation's finished envs)."""
         if env_ids != self._all_ids:
             full = np.zeros((self.env_num,) + actions.shape[1:], actions.dtype)
             full[env_ids] = actions
             actions = full
-        obs, reward, terminated, truncated, _ = self._pool.step(actions)
+        self._pool.send(actions)
+
+    @staticmethod
+    def _columns(step: BaseEnvBatchTimestep, returns: dict[int, float]) -> BaseEnvBatchTimestep:
+        return step._replace(info=_infos(step, returns, returns)) if returns else step
+
+    def _advance(self, env_ids: list[int]) -> tuple[BaseEnvBatchTimestep, dict[int, float]]:
+        """Every env's step (``_send_all``) received; ended episodes reset at once. Returns the given envs' columns
+        and the returns of the episodes that ended."""
+        obs, reward, terminated, truncated, _ = self._pool.recv()
         obs, done = self._obs(obs), terminated | truncated
         reward, returns = self._account(self._all_ids, reward, done)
         ended = list(returns)

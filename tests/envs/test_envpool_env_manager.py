@@ -121,3 +121,42 @@ def test_what_envpool_cannot_run_is_a_clear_error():
         env_id='NoSuchEnv-v0'))])
     with pytest.raises(ConfigError, match=r"EnvPool cannot make 'NoSuchEnv-v0'.*envpool.list_all_envs"):
         manager.launch()
+
+
+def test_many_pools_step_at_once_begun_then_finished_as_one_after_another():
+    """``step_batch_begin`` sends every pool's actions before any step is received (many seeds' pools step in their
+    threads at once): the columns, the ended episodes' returns and the next ready observations are those of stepping
+    the pools one after another; an evaluation's finished env sits out unreported."""
+    def run(together):
+        managers = [_manager(seed=seed) for seed in (0, 7)]
+        rows = []
+        for step in range(7):
+            ids = [0, 2] if step == 6 else [0, 1, 2]
+            actions = np.full((len(ids), 1), 0.3 * step - 1.0, np.float32)
+            if together:
+                finishes = [m.step_batch_begin(ids, actions) for m in managers]
+                steps = [finish() for finish in finishes]
+            else:
+                steps = [m.step_batch(ids, actions) for m in managers]
+            rows.append([(s.env_id, s.obs, s.reward, s.done, s.info, m.ready_obs_batch()[1])
+                         for s, m in zip(steps, managers)])
+        for m in managers:
+            m.close()
+        return rows
+    together, apart = run(True), run(False)
+    events, managers = [], [_manager(seed=seed) for seed in (0, 7)]
+    for k, m in enumerate(managers):
+        for name in ('send', 'recv'):
+            method = getattr(m._pool, name)
+            setattr(m._pool, name, lambda *a, k=k, name=name, method=method: events.append((name, k)) or method(*a))
+    finishes = [m.step_batch_begin([0, 1, 2], np.zeros((3, 1), np.float32)) for m in managers]
+    assert events == [('send', 0), ('send', 1)]  # both pools stepping before either is received
+    [finish() for finish in finishes]
+    assert events[2:] == [('recv', 0), ('recv', 1)]
+    for m in managers:
+        m.close()
+    for got, expected in zip(together, apart):
+        for (ids, obs, reward, done, info, ready), (ids2, obs2, reward2, done2, info2, ready2) in zip(got, expected):
+            assert ids == ids2 and info == info2
+            assert all(np.array_equal(a, b) for a, b in ((obs, obs2), (reward, reward2), (done, done2), (ready, ready2)))
+    assert any(s[4] for s in together[4])  # the 5-step episodes ended there, with their returns
