@@ -174,16 +174,15 @@ class BaseLearner:
         self.logger.info(format_scalars(f"iter {self.train_iter} envstep {self.last_envstep}", self.last_log))
         return self.last_log
 
-    def param_reset(self, envstep: int) -> bool:
-        """The policy's parameter reset where one of its ``param_resets`` is due at ``envstep`` (the run's), logged;
-        whether one was made (``train`` calls it first; a run of many seeds before its stacked update)."""
+    def param_reset(self, envstep: int) -> None:
+        """The policy's parameter reset where one of its ``param_resets`` is due at ``envstep`` (the run's), logged
+        (``train`` calls it first; a run of many seeds before its stacked update)."""
         reset = getattr(self._policy, 'param_reset', None)
         said = reset(envstep) if reset is not None and envstep >= 0 else None
         if said:
             build_logger(self.exp_name, 'summary', console=True).info(f"iter {self.train_iter}: {said}")
             self.logger.info(f"iter {self.train_iter} envstep {envstep} {said}")
             write_scalars(self._tb_logger, 'learner', {'param_reset_envstep': float(envstep)}, self.train_iter)
-        return bool(said)
 
     def call_hook(self, name: str) -> None:
         """Run the hooks at position ``name`` ('before_run', 'after_run', 'before_iter' or 'after_iter')."""

@@ -81,6 +81,16 @@ def rows_apart(cfgs: list[Any]) -> str | None:
     return None
 
 
+def scheduled_rates(policy_cls: type, keys: list[str]) -> str | None:
+    """Why rows of ``policy_cls`` cannot set the learning rates among ``keys`` (config keys) apart: its update sets
+    its rates each step, on a schedule from one start (SimbaV2's); None where they can."""
+    rates = [key for key in keys if key.rsplit('.', 1)[-1].startswith('learning_rate')]
+    if rates and getattr(policy_cls, 'rate_schedule', False):
+        return f"{policy_cls.__name__} sets its learning rates each step (a schedule), so rows cannot set " \
+               f"{', '.join(rates)} apart"
+    return None
+
+
 def _rates_per_row(optimizer: torch.optim.Optimizer, rates: Tensor) -> None:
     """``optimizer``, over parameters stacked ``[S, ...]``, steps row k at learning rate ``rates[k]``: its step at
     rate 1, then each row's move scaled by its rate (Adam's move is linear in its rate)."""
@@ -186,9 +196,9 @@ class SeedAxis:
             return torch.tensor(values, device=self.lead.device) if len(set(values)) > 1 else None
         for key, optimizer in optimizers.items():
             rates = apart([float(learn[key]) for learn in learns])
-            if rates is not None and self.lead.rate_schedule:
-                raise ValueError(f"these rows cannot share one update: {type(self.lead).__name__} sets its learning "
-                                 f"rates each step, so the rows must share {key}")
+            reason = scheduled_rates(type(self.lead), [key]) if rates is not None else None
+            if reason is not None:
+                raise ValueError(f"these rows cannot share one update: {reason}")
             if rates is not None and optimizer is not None:
                 _rates_per_row(optimizer, rates)
         if target is not None:  # (CrossQ has none)

@@ -33,7 +33,7 @@ from ..kit import life_cycle
 from ..kit.ray_join import import_ray, join_ray
 from ..kit.capabilities import PIPELINES
 from ..kit.config_input import compile_input
-from .seed_axis import ROW_SETTINGS, why_not_vectorised
+from .seed_axis import ROW_SETTINGS, scheduled_rates, why_not_vectorised
 from .seeds import train_rows
 from .serial import serial_setup
 
@@ -249,11 +249,7 @@ def _why_one_at_a_time(main: EasyDict, create: EasyDict, seed: int, space: dict[
                f"learning_rate) a trial may change the networks' shapes or the run's loop"
     cfg = compile_input((main, create), seed, save_cfg=False)
     policy_cls = get_policy_cls(cfg.policy)
-    rates = [key for key in _keys(space) if key in LEARNING_RATES]
-    if rates and getattr(policy_cls, 'rate_schedule', False):
-        return f"{policy_cls.__name__} sets its learning rates each step (a schedule), so rows cannot set " \
-               f"{', '.join(rates)} apart"
-    return why_not_vectorised(policy_cls, cfg.policy)
+    return scheduled_rates(policy_cls, _keys(space)) or why_not_vectorised(policy_cls, cfg.policy)
 
 
 def _finished(study: Any, optuna: Any) -> int:
