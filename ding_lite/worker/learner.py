@@ -17,6 +17,7 @@ from ..utils.seed import get_rng_state, set_rng_state
 from ..utils.default_config import class_default_config, with_defaults
 from .learner_hook import LearnerHook, add_learner_hook, build_learner_hooks
 from .logger import build_logger, format_scalars, write_scalars
+from .step_sums import StepSums
 
 CHECKPOINT_KIND = 'ding_lite.checkpoint'
 CHECKPOINT_VERSION = 2
@@ -76,8 +77,7 @@ class BaseLearner:
         self.last_iter = CountVar(0)
         self.last_envstep = 0
         self.priority_info: dict[str, Tensor] | None = None
-        self._sums: dict[str, Tensor] = {}
-        self._count = 0
+        self.step_sums = StepSums()  # the statistics since the last log (a stacked seed's: its row of the seeds')
         self._collected: list[tuple[Tensor, Tensor]] = []  # (action, reward) since the last log, for histograms
         self.last_log: dict[str, float] = {}
         self._hooks = build_learner_hooks(self._cfg.hook)
@@ -134,13 +134,7 @@ class BaseLearner:
             self.priority_info = {'priority': output['priority'], 'replay_buffer_idx': data['replay_buffer_idx']}
             if self.priority_buffer is not None:  # before the iteration hooks: a checkpoint sees the new priorities
                 self.priority_buffer.update(self.priority_info)
-        stats = {key: value for key, value in output.items() if key != 'priority'}
-        if stats.keys() == self._sums.keys():  # the usual step: one fused in-place add
-            torch._foreach_add_(list(self._sums.values()), [stats[key] for key in self._sums])
-        else:
-            for key, value in stats.items():
-                self._sums[key] = self._sums[key] + value if key in self._sums else value.clone()
-        self._count += 1
+        self.step_sums.add(output)
         self.last_iter.add(1)
         self.last_envstep = envstep
         self.call_hook('after_iter')
@@ -159,15 +153,15 @@ class BaseLearner:
             self._tb_logger.add_histogram('collector/action', torch.cat(actions).float().cpu(), self.last_envstep)
             self._tb_logger.add_histogram('collector/reward', torch.cat(rewards).float().cpu(), self.last_envstep)
         self._collected = []
-        if not self._count:
+        if not self.step_sums.count:
             return self.last_log
-        values = torch.stack([v.float() for v in self._sums.values()]).div(self._count).tolist()
-        self._raise_if_nonfinite(dict(zip(self._sums, values)))
-        self.last_log = dict(zip(self._sums, values))
+        sums, count = self.step_sums.take()
+        values = torch.stack([v.float() for v in sums.values()]).div(count).tolist()
+        self._raise_if_nonfinite(dict(zip(sums, values)))
+        self.last_log = dict(zip(sums, values))
         extras = getattr(self._policy, 'log_extras', None)
         if extras is not None:
             self.last_log |= extras(self.last_log)
-        self._sums, self._count = {}, 0
         if self.skipped_steps:
             self.last_log['skipped_steps'] = float(self.skipped_steps)
         write_scalars(self._tb_logger, 'learner', self.last_log, self.train_iter)
@@ -315,7 +309,7 @@ class BaseLearner:
     def check_finite(self, state: dict[str, Any] | None = None) -> None:
         """Raise ``NonFiniteError`` if an unlogged statistic, or a weight of ``state``'s models, is NaN or
         infinite (one host sync)."""
-        self._raise_if_nonfinite({k: float(v.float().sum()) for k, v in self._sums.items()})
+        self._raise_if_nonfinite({k: float(v.float().sum()) for k, v in self.step_sums.sums.items()})
         weights = [v for key in ('model', 'target_model') for v in (state or {}).get(key, {}).values()
                    if isinstance(v, Tensor) and v.is_floating_point()]
         if weights and not bool(torch.stack([torch.isfinite(w).all() for w in weights]).all()):

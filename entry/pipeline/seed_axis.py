@@ -172,10 +172,10 @@ class SeedAxis:
         self._graphs: dict[Any, CudaGraphStep] | None = {} if cuda and first.cfg.learn.get('cuda_graph') else None
         vmap(torch.neg)(torch.zeros(1))  # once through torch.func.vmap: it loads its decompositions on first use
 
-    def forward(self, batches: list[Batch | list[dict]] | Fields) -> list[dict[str, Tensor]]:
+    def forward(self, batches: list[Batch | list[dict]] | Fields) -> dict[str, Tensor]:
         """One update of every seed, seed k on ``batches[k]`` (or row k of every field of one ``Fields``: a
-        ``SeedBuffers`` sample, preprocessed for all seeds at once); seed k's outputs (as its
-        ``learn_mode.forward``)."""
+        ``SeedBuffers`` sample, preprocessed for all seeds at once); the outputs stacked, seed k's (as its
+        ``learn_mode.forward``) in row k of each field."""
         if isinstance(batches, Fields):
             batch = Fields(self._seedwise(lambda b: dict(self.lead.preprocess_learn(b).items()), batches))
         else:
@@ -183,7 +183,7 @@ class SeedAxis:
         output = self.lead.update(batch)
         for policy in self.policies:  # the update's counter, which the seeds' checkpoints hold
             policy.learn_steps = self.lead.learn_steps
-        return [{key: value[k] for key, value in output.items()} for k in range(len(self.policies))]
+        return output
 
     def _row_settings(self) -> None:
         """Each row's own ``ROW_SETTINGS`` where the rows set them apart: learning rates per row, the target

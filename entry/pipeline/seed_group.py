@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping
 
 from torch import Tensor
 
@@ -12,6 +12,7 @@ from ding_lite.config import reward_clip_bounds
 from ding_lite.data import ReplayBuffer
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
+from ding_lite.worker.step_sums import StackedSums
 from ..kit.life_cycle import after_run, summarise
 from .seed_axis import Fields, SeedAxis, StepsApart
 
@@ -28,6 +29,8 @@ class SeedGroup:
         self._axis: SeedAxis | None = None
         self._stale = True  # stacked at the first update: seeds that ended before it never are
         self._apart = False  # the seeds' optimizers stood at different steps at a restack (said once)
+        self._sums: StackedSums | None = None  # the stacked seeds' statistics, a row per learner
+        self._stacked_learners: list[Any] = []
 
     def sample(self, runs: list[SimpleNamespace], batch_size: int) -> list[Any] | Fields:
         """The seeds' batches: one gather from the buffers' shared tensors (``[S, B, ...]`` fields) where every
@@ -64,15 +67,18 @@ class SeedGroup:
                 self._buffers = False
         return self._buffers or None
 
-    def update(self, runs: list[SimpleNamespace], batches: list[Any] | Fields) -> list[dict | None]:
-        """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it)."""
+    def update(self, runs: list[SimpleNamespace], batches: list[Any] | Fields) -> list[Mapping[str, Tensor] | None]:
+        """Seed outputs of one stacked update (None for a seed that trains alone: its learner runs it), their
+        statistics added to every seed's learner in one pass."""
         if self._stale:
             self._restack()
         if self._axis is None:
             return [None] * len(runs)
         if len(runs) != len(self.active):
             raise RuntimeError("the seeds of one run learn in lockstep; a seed fell behind")
-        return self._axis.forward(batches)
+        output = self._axis.forward(batches)
+        self._sums.add(output)
+        return [_SeedRow(output, k) for k in range(len(runs))]
 
     def joint(self, runs: list[SimpleNamespace]) -> bool:
         """True where ``runs`` (every active seed) can act through one forward of the axis: plain collectors and
@@ -114,6 +120,8 @@ class SeedGroup:
         if self._axis is not None:
             self._axis.release()
             self._axis = None
+            for learner, own in zip(self._stacked_learners, self._sums.release()):
+                learner.step_sums = own
         self._stale = True
 
     def _restack(self) -> None:
@@ -127,3 +135,24 @@ class SeedGroup:
         for run in self.active:
             run.learner.policy.forward = run.own_forward if self._axis is None else \
                 (lambda data, run=run: run.output)
+        if self._axis is not None:  # each learner sums its statistics in its row of the seeds' sums
+            self._stacked_learners = [run.learner for run in self.active]
+            self._sums = StackedSums([learner.step_sums for learner in self._stacked_learners])
+            for learner, row in zip(self._stacked_learners, self._sums.rows):
+                learner.step_sums = row
+
+
+class _SeedRow(Mapping):
+    """Seed ``k``'s outputs of a stacked update, read from row ``k`` of each field as they are looked up."""
+
+    def __init__(self, output: dict[str, Tensor], k: int) -> None:
+        self._output, self._k = output, k
+
+    def __getitem__(self, key: str) -> Tensor:
+        return self._output[key][self._k]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._output)
+
+    def __len__(self) -> int:
+        return len(self._output)

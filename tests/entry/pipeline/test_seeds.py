@@ -87,7 +87,8 @@ def test_stacked_update_matches_single_runs_on_the_same_batches(policy_type, upd
     for step in range(updates):
         batches = [_batch(discrete, batch_size) for _ in range(2)]
         torch.manual_seed(1000 + step)
-        outputs = axis.forward(batches)
+        stacked = axis.forward(batches)
+        outputs = [{key: value[k] for key, value in stacked.items()} for k in range(2)]
         for k in range(2):
             torch.manual_seed(1000 + step)
             expected = singles[k]._forward_learn(batches[k])
