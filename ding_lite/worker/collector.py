@@ -21,6 +21,7 @@ from .logger import build_logger, log_episodes
 from .transition_reports import Scorer, TransitionReports
 from .manager_protocol import begin_step_batch, offers, policy_mode
 from .memory import EnvMemory
+from .episode_totals import EpisodeTotals
 
 
 class BaseSerialCollector:
@@ -54,7 +55,8 @@ class BaseSerialCollector:
         self._episode_info: list[dict[str, float]] = []  # since the last log line
         self.finished_episodes: list[dict[str, float]] = []  # all of this collector's episodes
         self._last_print_iter = 0
-        self._env = self._policy = self._memory = self._dims = None
+        self._env = self._policy = self._memory = None
+        self._totals = EpisodeTotals(0)
         if env is not None:
             self.reset_env(env)
         if policy is not None:
@@ -66,12 +68,8 @@ class BaseSerialCollector:
         self._offers = offers(env)
         self._reports = TransitionReports(self._reports.scorer, env.env_num)
         self._traj: dict[int, list[dict]] = {i: [] for i in range(env.env_num)}
-        self._return = np.zeros(env.env_num)  # float64: the env's float32 rewards add up as exactly as in Python
-        self._discounted = np.zeros(env.env_num)  # sum of gamma^t r_t over the episode so far
-        self._running = np.zeros(env.env_num)     # gamma R + r, the return whose spread scales rewards (norm_reward)
-        self._length = np.zeros(env.env_num, dtype=np.int64)
-        if self._dims is not None:
-            self._dims = np.zeros((env.env_num, self._dims.shape[1]))
+        dims = self._totals.dims
+        self._totals = EpisodeTotals(env.env_num, None if dims is None else dims.shape[1])
         self._all_ids = list(range(env.env_num))
         # each env's last obs and policy output: an async manager returns envs acted on in an earlier step
         self._obs_pool: dict[int, Any] = {}
@@ -80,9 +78,9 @@ class BaseSerialCollector:
     def reset_policy(self, policy: SimpleNamespace) -> None:
         self._policy = policy = policy_mode(policy)
         self._tally = ReturnTally(policy)
-        shape = (self._env.env_num, self._tally.dim)
-        if self._tally.dim and (self._dims is None or self._dims.shape != shape):  # kept across a warm-up's policy
-            self._dims = np.zeros(shape)  # a vector reward's return per dimension
+        dims = self._totals.dims
+        if self._tally.dim and (dims is None or dims.shape[1] != self._tally.dim):  # kept across a warm-up's policy
+            self._totals.dims = np.zeros((self._env.env_num, self._tally.dim))  # a vector reward's, per dimension
         spec = policy.memory
         self._unroll_len = 1 if spec else policy.cfg.collect.unroll_len  # a recurrent model's buffer cuts sequences
         if spec and (self._memory is None or self._memory.spec != spec):  # kept across a warm-up's stand-in policy
@@ -135,28 +133,16 @@ class BaseSerialCollector:
                     transition.update(output[env_id]['memory'])
                     self._memory.stepped([env_id], to_ndarray(output[env_id]['action'])[None], np.float32(reward))
                 if self.episode_fields:
-                    transition.update(env_id=np.int64(env_id), episode_start=np.bool_(self._length[env_id] == 0))
-                running = self._add_rewards(env_id, reward)
+                    transition.update(env_id=np.int64(env_id), episode_start=np.bool_(self._totals.length[env_id] == 0))
+                running = self._totals.add(env_id, reward, self._tally, self.norm_reward)
                 if running is not None:
                     transition['running_return'] = running
-            self._length[env_id] += 1
+            self._totals.length[env_id] += 1
             if done:
                 self._finish_episode(env_id, info)
             steps.append((env_id, transition, done))
         self.envstep += len(steps)
         return steps
-
-    def _add_rewards(self, index: Any, reward: Any) -> np.ndarray | None:
-        """A step's rewards (of the envs at ``index``) into their episodes' returns; with ``norm_reward`` the
-        running returns ``R = gamma R + r`` after it (float32), else None."""
-        self._return[index] += self._tally.total(reward)
-        self._discounted[index] += self._tally.discounted(reward, self._length[index])
-        if self._tally.dim:
-            self._dims[index] += reward
-        if not self.norm_reward:
-            return None
-        self._running[index] = self._tally.gamma * self._running[index] + reward
-        return np.asarray(self._running[index], dtype=np.float32)
 
     def _ready_columns(self) -> tuple[list[int], np.ndarray] | None:
         """The ready envs' ids and their observations stacked (float32); None where they do not stack."""
@@ -191,7 +177,7 @@ class BaseSerialCollector:
                  'reward': step.reward.astype(np.float32), 'done': step.terminated}
         if self.episode_fields:
             env_ids = np.asarray(step.env_id, np.int64)
-            batch.update(env_id=env_ids, episode_start=self._length[env_ids] == 0)
+            batch.update(env_id=env_ids, episode_start=self._totals.length[env_ids] == 0)
         bad = nonfinite_rows(batch)
         if bad is not None:  # raises, or drops those rows; they add nothing to the episode's return
             for k in np.flatnonzero(bad).tolist():
@@ -201,10 +187,10 @@ class BaseSerialCollector:
             self._memory.stepped(step.env_id, columns['action'], step.reward)
         reward = step.reward if bad is None else np.where(bad.reshape(-1, *[1] * (step.reward.ndim - 1)), 0.0,
                                                           step.reward)
-        running = self._add_rewards(index, reward)
+        running = self._totals.add(index, reward, self._tally, self.norm_reward)
         if running is not None:
             batch['running_return'] = running if bad is None else running[~bad]
-        self._length[index] += 1
+        self._totals.length[index] += 1
         self._reports.add(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
         for k in true_rows(step.done):
             self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
@@ -215,7 +201,7 @@ class BaseSerialCollector:
         """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the
         step and the field, or with ``on_nonfinite='skip'`` counted (the caller drops it)."""
         if self.on_nonfinite != 'skip':
-            where = f"at env step {self.envstep + row + 1} (step {int(self._length[env_id]) + 1} of its episode)"
+            where = f"at env step {self.envstep + row + 1} (step {int(self._totals.length[env_id]) + 1} of its episode)"
             raise nonfinite_error(env_label(self._env, env_id), where, transition)
         self.nonfinite_dropped += 1
 
@@ -252,18 +238,16 @@ class BaseSerialCollector:
         self._end_episode(env_id, keep_traj=True)
 
     def _own_record(self, env_id: int, info: dict | None) -> dict[str, float]:
-        return {'return': float(self._return[env_id]), 'length': int(self._length[env_id]),
-                **return_metrics(self._return[env_id], self._discounted[env_id], self._length[env_id]),
-                **(self._tally.dim_metrics(self._dims[env_id]) if self._tally.dim else {}),
+        totals = self._totals
+        return {'return': float(totals.ret[env_id]), 'length': int(totals.length[env_id]),
+                **return_metrics(totals.ret[env_id], totals.discounted[env_id], totals.length[env_id]),
+                **(self._tally.dim_metrics(totals.dims[env_id]) if self._tally.dim else {}),
                 **episode_metrics(info, self._offers.info_metrics),
-                **self._reports.episode(env_id, self._length[env_id])}
+                **self._reports.episode(env_id, totals.length[env_id])}
 
     def _end_episode(self, env_id: int, keep_traj: bool = False) -> None:
-        self._return[env_id], self._discounted[env_id], self._length[env_id] = 0.0, 0.0, 0
+        self._totals.end(env_id)
         self._reports.end(env_id)
-        self._running[env_id] = 0.0
-        if self._dims is not None:
-            self._dims[env_id] = 0.0
         if not keep_traj:
             self._traj[env_id] = []
         if self._memory is not None:
@@ -306,10 +290,10 @@ class BaseSerialCollector:
         return to_safe({'envstep': self.envstep, 'total_episode': self.total_episode,
                         'env_restarts': self.env_restarts, 'last_print_iter': self._last_print_iter,
                         'nonfinite_dropped': self.nonfinite_dropped,
-                        'episode_info': self._episode_info, 'return': dict(enumerate(self._return.tolist())),
-                        'length': dict(enumerate(self._length.tolist())),
-                        'discounted': dict(enumerate(self._discounted.tolist())),
-                        'running_return': dict(enumerate(self._running.tolist())),
+                        'episode_info': self._episode_info, 'return': dict(enumerate(self._totals.ret.tolist())),
+                        'length': dict(enumerate(self._totals.length.tolist())),
+                        'discounted': dict(enumerate(self._totals.discounted.tolist())),
+                        'running_return': dict(enumerate(self._totals.running.tolist())),
                         'traj': self._traj, 'env': self._env.state_dict(), 'policy': policy_state,
                         **({'memory': self._memory.state_dict()} if self._memory is not None else {})})
 
@@ -318,12 +302,10 @@ class BaseSerialCollector:
         self.env_restarts, self._last_print_iter = state['env_restarts'], state['last_print_iter']
         self.nonfinite_dropped = state.get('nonfinite_dropped', 0)  # absent from checkpoints before it was counted
         self._episode_info = list(state['episode_info'])
-        for k, v in state['return'].items():
-            self._return[int(k)] = v
-        for k, v in state['length'].items():
-            self._length[int(k)] = v
-        for key, values in (('discounted', self._discounted), ('running_return', self._running)):
-            for k, v in state.get(key, {}).items():  # absent from resume points before they were kept
+        totals = self._totals
+        for key, values in (('return', totals.ret), ('length', totals.length), ('discounted', totals.discounted),
+                            ('running_return', totals.running)):
+            for k, v in state.get(key, {}).items():  # (discounted, running: absent from older resume points)
                 values[int(k)] = v
         self._traj = {int(k): list(v) for k, v in state['traj'].items()}
         self._env.load_state_dict(state['env'])

@@ -247,7 +247,11 @@ class PhaseTimer:
         try:
             yield
         finally:
-            self._spent[name] += time.perf_counter() - start
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        """``seconds`` spent in phase ``name`` (timed once for many runs: a run of many seeds' shared step)."""
+        self._spent[name] += seconds
 
     def report(self, envstep: int, train_iter: int) -> dict[str, float]:
         now = time.perf_counter()

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import re
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
@@ -313,11 +314,14 @@ def _final_evaluations(seeds: SeedGroup, runs: list[SimpleNamespace], bars: dict
 
 @contextlib.contextmanager
 def _phase(runs: list[SimpleNamespace], name: str) -> Iterator[None]:
-    """Every seed's ``name`` phase timed as the one shared step's."""
-    with contextlib.ExitStack() as timing:
-        for run in runs:
-            timing.enter_context(run.timer.phase(name))
+    """Every seed's ``name`` phase timed as the one shared step's (timed once)."""
+    start = time.perf_counter()
+    try:
         yield
+    finally:
+        seconds = time.perf_counter() - start
+        for run in runs:
+            run.timer.add(name, seconds)
 
 
 def _learn_round(seeds: SeedGroup, interrupted: threading.Event) -> None:
