@@ -53,15 +53,18 @@ class SeedBuffers:
     def push_all(self, batches: list[dict[str, Tensor]]) -> bool:
         """Batch k into buffer k, every field of every seed with one copy (and one host-to-device copy per dtype),
         where the buffers stand alike (plain buffers at the same write position and count, no wrap this push, the
-        batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then."""
+        batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then.
+        Batches that are rows of one tensor per field (``SeedBatches``: a round of collectors stepped together)
+        are copied from those tensors."""
         first = self.buffers[0]
         n = len(batches[0]['reward']) if 'reward' in batches[0] else 0
         alike = 0 < n and first.writes_slice(n) and self.intact() and len({b.cursor for b in self.buffers}) == 1 and \
             all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches)
         if not alike:
             return False
-        rows = {(key,): torch.stack([torch.as_tensor(batch[key]) for batch in batches]).flatten(0, 1)
-                for key in self._stacked}
+        stacked = getattr(batches, 'stacked', None)  # (the seeds' batches as rows of one tensor per field already)
+        rows = {(key,): stacked[key] if stacked is not None else
+                torch.stack([torch.as_tensor(batch[key]) for batch in batches]).flatten(0, 1) for key in self._stacked}
         first.check_schema({path: value[:n] for path, value in rows.items()})  # (one schema: the rows stacked)
         values = staged(rows, {(key,): v.dtype for key, v in self._stacked.items()}, first.device)
         start, seeds = first.cursor[0], len(self.buffers)

@@ -16,7 +16,7 @@ from ..registry import SERIAL_COLLECTOR_REGISTRY, import_names
 from ..utils.default_config import class_default_config, with_defaults
 from .episode_metrics import ReturnTally, episode_metrics, pop_env_stats, return_metrics
 from .finite_check import all_finite, env_label, nonfinite_error, nonfinite_fields, nonfinite_rows
-from .collect_round import collect_batches, transition_rows
+from .collect_round import collect_batches, column_batch, transition_rows
 from .logger import build_logger, log_episodes
 from .transition_reports import Scorer, TransitionReports
 from .manager_protocol import begin_step_batch, offers, policy_mode
@@ -150,15 +150,16 @@ class BaseSerialCollector:
         return None if ready is None else (ready[0], to_float32(ready[1]))
 
     def _begin_step_columns(self, keys: list[str], ids: list[int], obs: np.ndarray,
-                            output: dict[str, Tensor]) -> Callable[[], dict[str, np.ndarray]]:
+                            output: dict[str, Tensor]) -> Callable[[], tuple]:
         """``_step`` as columns (an array per transition field, a row per env) through the env manager's
         ``step_batch``, begun (the envs' step sent, where they step in processes of their own): the ready envs ``ids``
-        (``_ready_columns``) act on the policy's ``output`` for ``obs``; the call returned finishes it."""
+        (``_ready_columns``) act on the policy's ``output`` for ``obs``; the call returned finishes it, giving
+        ``_stepped_columns``' arguments."""
         columns = {k: output[k].numpy(force=True) for k in keys if isinstance(output.get(k), Tensor)}
         if self._memory is not None:
             columns.update(self._memory.acted(ids, output['state']))
         finish = begin_step_batch(self._env, ids, columns['action'])
-        return lambda: self._stepped_columns(ids, obs, columns, finish())
+        return lambda: (ids, obs, columns, finish())
 
     def _stepped_columns(self, ids: list[int], obs: np.ndarray, columns: dict[str, np.ndarray],
                          step: Any) -> dict[str, np.ndarray]:
@@ -173,8 +174,8 @@ class BaseSerialCollector:
             obs, columns = obs[rows], {k: v[rows] for k, v in columns.items()}
         self._tally.column(step.reward, step.env_id)
         index = slice(None) if step.env_id == self._all_ids else np.asarray(step.env_id, dtype=np.int64)
-        batch = {'obs': obs, 'next_obs': to_float32(step.obs) if step.env_id else obs[:0], **columns,
-                 'reward': step.reward.astype(np.float32), 'done': step.terminated}
+        batch = column_batch(obs, to_float32(step.obs) if step.env_id else obs[:0], columns, step.reward,
+                             step.terminated)
         if self.episode_fields:
             env_ids = np.asarray(step.env_id, np.int64)
             batch.update(env_id=env_ids, episode_start=self._totals.length[env_ids] == 0)
@@ -192,10 +193,22 @@ class BaseSerialCollector:
             batch['running_return'] = running if bad is None else running[~bad]
         self._totals.length[index] += 1
         self._reports.add(batch, step.env_id if bad is None else [i for i, b in zip(step.env_id, bad) if not b])
+        self._count_step(step)
+        return batch
+
+    def _steps_plainly(self, ids: list[int], step: Any) -> bool:
+        """Whether ``step`` (of the envs ``ids``) is every env's, unbroken, with nothing kept per transition beyond
+        the episode totals (no recurrent memory, episode fields, reports or vector reward): a step ``StepsTogether``
+        counts with other collectors' in one pass."""
+        return ids == step.env_id == self._all_ids and not step.restarted and not self._offers.asynchronous and \
+            self._memory is None and not self.episode_fields and self._reports.scorer is None and \
+            self._tally.dim is None and step.reward.ndim == 1
+
+    def _count_step(self, step: Any) -> None:
+        """After a step's transitions: the episodes it ended, and the env steps it took."""
         for k in true_rows(step.done):
             self._finish_episode(step.env_id[k], (step.info or {}).get(step.env_id[k]))
         self.envstep += len(step.env_id)
-        return batch
 
     def _drop_nonfinite(self, env_id: int, transition: dict[str, Any], row: int) -> None:
         """A transition with a NaN/inf (the ``row``-th of this env step): ``NonFiniteEnvError`` naming the env, the

@@ -53,10 +53,11 @@ class EpisodeTotals:
                 setattr(member, name, array[k * len(first):(k + 1) * len(first)])
         if members[0].dims is None:
             stacked.dims = None
+        stacked._views = [(member, member.ret, member.dims) for member in members]
         return stacked
 
     def holds(self, members: list[EpisodeTotals]) -> bool:
-        """Whether every member's arrays are still views of this stack's (none was sized again)."""
-        return all(len({name for name in member.arrays}) == len(self.arrays) and
-                   all(array.base is self.arrays[name] for name, array in member.arrays.items())
-                   for member in members)
+        """Whether ``members`` are this stack's, each still holding its views (none was sized again)."""
+        return len(members) == len(self._views) and all(
+            member is own and member.ret is ret and member.dims is dims
+            for member, (own, ret, dims) in zip(members, self._views))

@@ -12,6 +12,7 @@ from ding_lite.config import reward_clip_bounds
 from ding_lite.data import ReplayBuffer
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
+from ding_lite.worker.collect_round import StepsTogether
 from ding_lite.worker.step_sums import StackedSums
 from ..kit.life_cycle import after_run, summarise
 from .seed_axis import Fields, SeedAxis, StepsApart
@@ -31,6 +32,7 @@ class SeedGroup:
         self._apart = False  # the seeds' optimizers stood at different steps at a restack (said once)
         self._sums: StackedSums | None = None  # the stacked seeds' statistics, a row per learner
         self._stacked_learners: list[Any] = []
+        self.together: StepsTogether | None = None
 
     def sample(self, runs: list[SimpleNamespace], batch_size: int) -> list[Any] | Fields:
         """The seeds' batches: one gather from the buffers' shared tensors (``[S, B, ...]`` fields) where every
@@ -135,7 +137,9 @@ class SeedGroup:
         for run in self.active:
             run.learner.policy.forward = run.own_forward if self._axis is None else \
                 (lambda data, run=run: run.output)
-        if self._axis is not None:  # each learner sums its statistics in its row of the seeds' sums
+        self.together = None
+        if self._axis is not None:  # the seeds' env steps counted in one pass, their statistics summed in one
+            self.together = StepsTogether([run.collector for run in self.active])
             self._stacked_learners = [run.learner for run in self.active]
             self._sums = StackedSums([learner.step_sums for learner in self._stacked_learners])
             for learner, row in zip(self._stacked_learners, self._sums.rows):

@@ -276,7 +276,8 @@ def _collect_round(seeds: SeedGroup, bars: dict[int, _SeedBar], interrupted: thr
         return
     with _phase(collecting, 'collect'):
         batches = collect_batches([run.collector for run in collecting], collecting[0].cfg.policy.collect.n_sample,
-                                  collecting[0].learner.train_iter, forward=seeds.forward('collect', collecting))
+                                  collecting[0].learner.train_iter, forward=seeds.forward('collect', collecting),
+                                  together=seeds.together)
     pushed = seeds.push(collecting, batches)
     for run, batch in zip(collecting, batches):
         store_round(run.cfg, run, batch, run.after_collect, bars.get(id(run)), pushed)
