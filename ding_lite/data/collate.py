@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -23,6 +23,23 @@ def make_batch(tree: dict | tuple) -> Batch:
     for key, value in (tree._asdict() if _is_namedtuple(tree) else tree).items():
         setattr(batch, key, make_batch(value) if isinstance(value, dict) or _is_namedtuple(value) else value)
     return batch
+
+
+class Rows(Mapping):
+    """The rows ``index`` (an int or a slice) of each field of ``stacked``, cut as each field is looked up: one
+    member's part of many members' stacked fields (a seed's outputs of a stacked update, its batch of a round)."""
+
+    def __init__(self, stacked: Mapping[str, Any], index: int | slice) -> None:
+        self._stacked, self._index = stacked, index
+
+    def __getitem__(self, key: str) -> Any:
+        return self._stacked[key][self._index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stacked)
+
+    def __len__(self) -> int:
+        return len(self._stacked)
 
 
 def _is_namedtuple(value: Any) -> bool:

@@ -56,18 +56,21 @@ class SeedBuffers:
         batches of the buffers' fields and one length); False, writing nothing, where they do not: push each then.
         Batches that are rows of one tensor per field (``SeedBatches``: a round of collectors stepped together)
         are copied from those tensors."""
-        first = self.buffers[0]
+        first, seeds = self.buffers[0], len(self.buffers)
+        # (the seeds' batches as rows of one tensor per field already)
+        stacked = getattr(batches, 'stacked', None) if len(batches) == seeds else None
         n = len(batches[0]['reward']) if 'reward' in batches[0] else 0
-        alike = 0 < n and first.writes_slice(n) and self.intact() and len({b.cursor for b in self.buffers}) == 1 and \
-            all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches)
+        alike = 0 < n and first.writes_slice(n) and self.intact() and len({b.cursor for b in self.buffers}) == 1 and (
+            set(stacked) == set(self._stacked) and all(len(v) == n * seeds for v in stacked.values())
+            if stacked is not None else
+            all(set(batch) == set(self._stacked) and all(len(v) == n for v in batch.values()) for batch in batches))
         if not alike:
             return False
-        stacked = getattr(batches, 'stacked', None)  # (the seeds' batches as rows of one tensor per field already)
         rows = {(key,): stacked[key] if stacked is not None else
                 torch.stack([torch.as_tensor(batch[key]) for batch in batches]).flatten(0, 1) for key in self._stacked}
         first.check_schema({path: value[:n] for path, value in rows.items()})  # (one schema: the rows stacked)
         values = staged(rows, {(key,): v.dtype for key, v in self._stacked.items()}, first.device)
-        start, seeds = first.cursor[0], len(self.buffers)
+        start = first.cursor[0]
         for (key,), value in values.items():
             storage = self._stacked[key].unflatten(0, (seeds, first.size))
             storage[:, start:start + n].copy_(value.unflatten(0, (seeds, n)))

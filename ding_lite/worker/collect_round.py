@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..data.collate import default_collate, to_float32, transitions
+from ..data.collate import Rows, default_collate, to_float32, transitions
 from .episode_totals import EpisodeTotals
 from .finite_check import nonfinite_rows
 
@@ -89,11 +89,11 @@ class StepsTogether:
 
 class SeedBatches(list):
     """A round's batches of many collectors stepped together, batch k the rows ``k * n ... (k + 1) * n`` of one
-    tensor per field (``stacked``), which a push of every seed's batch copies as it is."""
+    tensor per field (``stacked``, which a push of every seed's batch copies as it is), cut as they are read."""
 
     def __init__(self, stacked: dict[str, Tensor], count: int) -> None:
         n = len(stacked['reward']) // count
-        super().__init__({key: value[k * n:(k + 1) * n] for key, value in stacked.items()} for k in range(count))
+        super().__init__(Rows(stacked, slice(k * n, (k + 1) * n)) for k in range(count))
         self.stacked = stacked
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from torch import Tensor
 
 from ding_lite.config import reward_clip_bounds
 from ding_lite.data import ReplayBuffer
+from ding_lite.data.collate import Rows
 from ding_lite.data.seed_buffers import SeedBuffers
 from ding_lite.worker import InteractionSerialEvaluator, SampleSerialCollector
 from ding_lite.worker.collect_round import StepsTogether
@@ -80,7 +81,7 @@ class SeedGroup:
             raise RuntimeError("the seeds of one run learn in lockstep; a seed fell behind")
         output = self._axis.forward(batches)
         self._sums.add(output)
-        return [_SeedRow(output, k) for k in range(len(runs))]
+        return [Rows(output, k) for k in range(len(runs))]
 
     def joint(self, runs: list[SimpleNamespace]) -> bool:
         """True where ``runs`` (every active seed) can act through one forward of the axis: plain collectors and
@@ -144,19 +145,3 @@ class SeedGroup:
             self._sums = StackedSums([learner.step_sums for learner in self._stacked_learners])
             for learner, row in zip(self._stacked_learners, self._sums.rows):
                 learner.step_sums = row
-
-
-class _SeedRow(Mapping):
-    """Seed ``k``'s outputs of a stacked update, read from row ``k`` of each field as they are looked up."""
-
-    def __init__(self, output: dict[str, Tensor], k: int) -> None:
-        self._output, self._k = output, k
-
-    def __getitem__(self, key: str) -> Tensor:
-        return self._output[key][self._k]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._output)
-
-    def __len__(self) -> int:
-        return len(self._output)
