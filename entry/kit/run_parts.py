@@ -20,7 +20,7 @@ from envs.agent_slots import AgentSlots
 from envs.from_gym import vec_env_setting
 from ding_lite.model import RunningObsNorm, RunningRewardNorm
 from ding_lite.utils.curriculum import Curriculum, EpisodeParameters
-from ding_lite.worker.collect_round import collect_batches
+from ding_lite.worker.collect_round import StepsTogether, collect_batches
 from ding_lite.worker.episode_metrics import InfoStats
 from envs.from_gym import adapted_env
 from policy_zoo import Policy, get_policy_cls
@@ -168,9 +168,10 @@ def random_collect(collector: Any, collect_policy: SimpleNamespace, n_sample: in
 def random_collect_together(collectors: list[Any], collect_policies: list[SimpleNamespace], n_sample: int,
                             envs: list[Any], seeds: list[int]) -> list[dict[str, Any]]:
     """``random_collect`` of plain collectors (``SampleSerialCollector``s) stepped together: the same samples,
-    their envs stepping at once where they run in processes of their own."""
+    their envs stepping at once where they run in processes of their own, each step counted for all of them in one
+    pass where they step alike."""
     with _acting_at_random(collectors, collect_policies, envs, seeds):
-        return collect_batches(collectors, n_sample)
+        return collect_batches(collectors, n_sample, together=StepsTogether(collectors))
 
 
 @contextlib.contextmanager
