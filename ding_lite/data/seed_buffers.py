@@ -31,6 +31,7 @@ class SeedBuffers:
                 buffer.share_storage({path: stacked[k]})
             self._stacked[path[0]] = stacked.flatten(0, 1)  # [S * size, ...]: seed k's slot i at k * size + i
         self._views = [b.storage for b in self.buffers]
+        self._offset_cache: dict[tuple[int, ...], Tensor] = {}
 
     def intact(self) -> bool:
         """Whether every buffer still holds its views (a buffer that reallocated, by loading a file of another
@@ -41,14 +42,29 @@ class SeedBuffers:
     def sample(self, seeds: list[int], batch_size: int) -> dict[str, Tensor]:
         """``batch_size`` transitions of each of ``seeds`` (positions in ``buffers``): ``{field: [len(seeds),
         batch_size, ...]}``, each seed's drawn by its own buffer's rule."""
-        draws = [self.buffers[k].draw(batch_size) for k in seeds]
-        size = self.buffers[0].size
-        index = torch.stack([slots + k * size for k, (slots, _) in zip(seeds, draws)]).flatten()
+        size, draws = self.buffers[0].size, None
+        counts = {self.buffers[k].cursor[1] for k in seeds}
+        if len(counts) == 1 and all(type(self.buffers[k]).draw is ReplayBuffer.draw and
+                                    type(self.buffers[k])._draw is ReplayBuffer._draw for k in seeds):
+            # uniform draws from one count: one randint for every seed (on the CPU the very draws made seed by seed)
+            self.buffers[seeds[0]]._check_can_sample(batch_size)
+            slots = torch.randint(counts.pop(), (len(seeds), batch_size), device=self.buffers[0].device)
+            index = (slots + self._offsets(seeds)).flatten()
+        else:
+            draws = [self.buffers[k].draw(batch_size) for k in seeds]
+            index = torch.stack([slots + k * size for k, (slots, _) in zip(seeds, draws)]).flatten()
         fields = {key: storage.index_select(0, index).unflatten(0, (len(seeds), batch_size))
                   for key, storage in self._stacked.items()}
-        for key in draws[0][1]:
+        for key in draws[0][1] if draws else ():
             fields[key] = torch.stack([extra[key] for _, extra in draws])
         return fields
+
+    def _offsets(self, seeds: list[int]) -> Tensor:
+        """``[S, 1]``: where each of ``seeds``' rows starts in the flat storage (made once per seed list)."""
+        key = tuple(seeds)
+        if key not in self._offset_cache:
+            self._offset_cache[key] = torch.tensor(seeds, device=self.buffers[0].device)[:, None] * self.buffers[0].size
+        return self._offset_cache[key]
 
     def push_all(self, batches: list[dict[str, Tensor]]) -> bool:
         """Batch k into buffer k, every field of every seed with one copy (and one host-to-device copy per dtype),

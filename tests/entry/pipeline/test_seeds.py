@@ -323,6 +323,12 @@ def test_seed_buffers_share_one_tensor_and_draw_each_seed_by_its_own_rule():
     assert batch['obs'].shape == (2, 64, 2) and shared.intact()
     assert batch['obs'][0, :, 0].eq(1).all() and batch['obs'][1, :, 0].eq(2).all()
     assert set(batch['obs'][0, :, 1].tolist()) == {0.0, 1.0, 2.0, 7.0}  # seed 1's four slots, none beyond
+    torch.manual_seed(3)  # seeds of one count: one draw for all, the draws each buffer makes in turn
+    batch = shared.sample([0, 2], 16)
+    torch.manual_seed(3)
+    slots = [buffers[k].draw(16)[0] for k in (0, 2)]
+    assert batch['obs'][0, :, 0].eq(0).all() and batch['obs'][1, :, 0].eq(2).all()
+    assert [batch['obs'][k, :, 1].long().tolist() for k in (0, 1)] == [s.tolist() for s in slots]
     prioritized = [filled(PrioritizedReplayBuffer, seed, 8) for seed in (0, 1)]
     prioritized[1].update({'priority': torch.tensor([100.0] + [1e-6] * 7), 'replay_buffer_idx': torch.arange(8)})
     batch = SeedBuffers(prioritized).sample([0, 1], 32)
