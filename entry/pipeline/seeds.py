@@ -20,6 +20,7 @@ from easydict import EasyDict
 from torch import nn
 
 from ding_lite.config import ConfigError, apply_overrides, read_config
+from ding_lite.data.collate import Rows
 from ding_lite.worker import SampleSerialCollector
 from ding_lite.worker.collect_round import collect_batches
 from ding_lite.worker.evaluator import run_episodes_together
@@ -344,7 +345,7 @@ def _learn_round(seeds: SeedGroup, interrupted: threading.Event) -> None:
             outputs = seeds.update(ready, batches)
             for k, (run, output) in enumerate(zip(ready, outputs)):
                 run.output = output
-                batch = batches[k] if isinstance(batches, list) else {key: v[k] for key, v in batches.items()}
+                batch = batches[k] if isinstance(batches, list) else Rows(batches, k)  # (cut as read)
                 train_reward_models(run.cfg, run, run.sample)  # (a row with reward signals trains alone)
                 run.learner.train(batch, run.collector.envstep)
 

@@ -56,7 +56,8 @@ def _seed_collectors(cfg, policies, norm_reward, nan_at=None):
     collectors = []
     for k, policy in enumerate(policies):
         env_cls = partial(_NanReward, nan_at=nan_at) if nan_at is not None and k == 1 else PendulumEnv
-        env = create_env_manager(dict(type='base'), [partial(env_cls, cfg={'env_kwargs': {'max_episode_steps': 3}})] * 2)
+        env_fn = partial(env_cls, cfg={'env_kwargs': {'max_episode_steps': 3}})
+        env = create_env_manager(dict(type='base'), [env_fn] * 2)
         env.seed(10 * k)
         collectors.append(SampleSerialCollector(cfg.policy.collect.collector, env, policy.collect_mode,
                                                 exp_name=cfg.exp_name, norm_reward=norm_reward, on_nonfinite='skip'))
