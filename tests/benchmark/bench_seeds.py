@@ -12,7 +12,11 @@ Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updat
 3. With ``--halfcheetah N``: the HalfCheetah zoo config (``mujoco`` extra) for N env steps (its first 10k are random
    actions), the seeds as one batched run against the first seed alone, each in a fresh subprocess: wall time and
    updates/s per seed end to end (evaluations and collection included); with ``--device cuda`` the learner and its
-   buffer on the GPU.
+   buffer on the GPU. With ``--processes`` also the seeds as one process each, started together, as a user with a
+   many-core GPU host might launch them: wall from launch to the last one's end against the batched run's, and peak
+   memory (torch's peak reserved GPU memory summed over the processes; each also holds a CUDA context of its own).
+   The issue's rows: ``--seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda --cuda-graph --processes
+   --no-learn-step``, and the same with ``--halfcheetah 50000``.
 """
 from __future__ import annotations
 
@@ -66,6 +70,9 @@ def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: 
                 steps |= _zoo(config, [seed], tmp, max_env_step)['env_steps']
             result = {'wall_s': time.perf_counter() - start, 'env_steps': steps}
     result['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+    if device.startswith('cuda'):  # what torch's allocator held at most (each process holds a CUDA context too)
+        import torch
+        result['peak_gpu_gb'] = torch.cuda.max_memory_reserved() / 1024 ** 3
     print(json.dumps(result))
 
 
@@ -108,12 +115,28 @@ def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu', cuda_grap
     then the first seed alone (the config's manager); updates/s per seed end to end."""
     updates = env_steps - 10_000  # its random_collect_size, then one update per env step
     kwargs = dict(config='halfcheetah_sac', max_env_step=env_steps, device=device, cuda_graph=cuda_graph)
+    launched = time.perf_counter()
     batched = _result(_spawn('batched', seeds, env_manager=env_manager, **kwargs))
+    launched = time.perf_counter() - launched
     single = _result(_spawn('batched', seeds[:1], **kwargs))
-    return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'],
+    return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'], 'batched_launch_s': launched,
             'batched_first_eval_s': batched['first_eval_s'], 'single_first_eval_s': single['first_eval_s'],
             'per_seed_batched': updates * len(seeds) / batched['wall_s'], 'per_seed_single': updates / single['wall_s'],
-            'peak_rss_gb': batched['peak_rss_gb']}
+            'peak_rss_gb': batched['peak_rss_gb'], 'peak_gpu_gb': batched.get('peak_gpu_gb', 0.0)}
+
+
+def halfcheetah_processes(seeds: list[int], env_steps: int, device: str = 'cpu',
+                          cuda_graph: bool = False) -> dict[str, float]:
+    """The HalfCheetah zoo config's seeds as one process each, started together on ``device`` (the host's cores
+    shared among them): the wall from their launch to the last one's end, and their peak memory summed."""
+    threads = max(1, (os.cpu_count() or 1) // len(seeds))
+    start = time.perf_counter()
+    children = [_spawn('batched', [seed], threads, config='halfcheetah_sac', max_env_step=env_steps, device=device,
+                       cuda_graph=cuda_graph) for seed in seeds]
+    outs = [_result(child) for child in children]
+    return {'launch_s': time.perf_counter() - start, 'slowest_s': max(o['wall_s'] for o in outs),
+            'peak_rss_gb': sum(o['peak_rss_gb'] for o in outs),
+            'peak_gpu_gb': sum(o.get('peak_gpu_gb', 0.0) for o in outs)}
 
 
 SIZES = {'HalfCheetah': (17, 6, 256, 256), 'Pendulum': (3, 1, 128, 128)}  # obs, action, hidden, batch
@@ -172,6 +195,8 @@ def main() -> None:
                         "(comma-separated, e.g. base,subprocess; default the config's)")
     parser.add_argument('--env-manager', default=None, help=argparse.SUPPRESS)  # a child's
     parser.add_argument('--no-learn-step', action='store_true', help="leave the learn step alone out")
+    parser.add_argument('--processes', action='store_true', help="HalfCheetah's seeds also as one process each, "
+                        "started together (the seeds batched against N processes)")
     parser.add_argument('--child', default=None)
     parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
     parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
@@ -189,6 +214,14 @@ def main() -> None:
               f"done at {result['batched_first_eval_s']:.1f} s, peak RSS {result['peak_rss_gb']:.2f} GB), one seed "
               f"{result['single_s']:.1f} s ({result['per_seed_single']:.1f} updates/s, first evaluation done at "
               f"{result['single_first_eval_s']:.1f} s): {result['batched_s'] / result['single_s']:.2f}x", flush=True)
+        if args.processes and manager == (args.env_managers.split(',')[0] if args.env_managers else None):
+            apart = halfcheetah_processes(seeds, args.halfcheetah, args.device, args.cuda_graph)
+            print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched{envs} "
+                  f"{result['batched_launch_s']:.1f} s from launch (peak GPU memory {result['peak_gpu_gb']:.2f} GB, "
+                  f"RSS {result['peak_rss_gb']:.2f} GB) against {len(seeds)} one-seed processes started together "
+                  f"{apart['launch_s']:.1f} s to the last one's end (its run {apart['slowest_s']:.1f} s; peak GPU "
+                  f"memory {apart['peak_gpu_gb']:.2f} GB summed, RSS {apart['peak_rss_gb']:.2f} GB): processes / "
+                  f"batched {apart['launch_s'] / result['batched_launch_s']:.2f}x", flush=True)
     for sizes in [] if args.no_learn_step else SIZES:
         step = learn_step(len(seeds), args.updates, args.device, sizes, args.cuda_graph)
         print(f"learn step, {sizes} sizes, {len(seeds)} seeds stacked: {step['updates_per_s_per_seed_stacked']:.0f} "

@@ -15,6 +15,10 @@
 #     easydict tensorboardX DI-treetensor treevalue hbutils pytimeparse bitmath chardet==4.0.0 deprecation enum-tools \
 #     graphviz dill
 # (mujoco's three packages at one version: mujoco refuses to import beside a newer mujoco-core)
+# A second call for what does not fit in this one (each about 2-4 minutes):
+#   python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda \
+#     --cuda-graph --processes --no-learn-step      (ten seeds batched against ten one-seed processes; 50000 too)
+#   python3 -m tests.benchmark.bench_learn --device cuda --no-compile --policy simba_v2   (and --policy simba)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"
