@@ -32,6 +32,8 @@ class SeedBuffers:
             self._stacked[path[0]] = stacked.flatten(0, 1)  # [S * size, ...]: seed k's slot i at k * size + i
         self._views = [b.storage for b in self.buffers]
         self._offset_cache: dict[tuple[int, ...], Tensor] = {}
+        # every buffer draws uniformly, as ReplayBuffer does (one class for all: checked above)
+        self._uniform = type(first).draw is ReplayBuffer.draw and type(first)._draw is ReplayBuffer._draw
 
     def intact(self) -> bool:
         """Whether every buffer still holds its views (a buffer that reallocated, by loading a file of another
@@ -44,8 +46,7 @@ class SeedBuffers:
         batch_size, ...]}``, each seed's drawn by its own buffer's rule."""
         size, draws = self.buffers[0].size, None
         counts = {self.buffers[k].cursor[1] for k in seeds}
-        if len(counts) == 1 and all(type(self.buffers[k]).draw is ReplayBuffer.draw and
-                                    type(self.buffers[k])._draw is ReplayBuffer._draw for k in seeds):
+        if len(counts) == 1 and self._uniform:
             # uniform draws from one count: one randint for every seed (on the CPU the very draws made seed by seed)
             self.buffers[seeds[0]]._check_can_sample(batch_size)
             slots = torch.randint(counts.pop(), (len(seeds), batch_size), device=self.buffers[0].device)
