@@ -22,6 +22,14 @@ def _flat_size(shape: int | tuple | list, name: str) -> int:
     raise ValueError(f"{name} must be a positive int or a 1-element list for vector inputs{images}, got {shape!r}")
 
 
+def check_action_space(action_space: str, model: str) -> None:
+    """DI-engine's ``action_space`` key: every continuous actor here is a tanh-squashed Gaussian
+    (``'reparameterization'``)."""
+    if action_space != 'reparameterization':
+        raise ValueError(f"model {model!r} supports action_space='reparameterization' (a tanh-squashed Gaussian), "
+                         f"got {action_space!r}")
+
+
 class _QAC(nn.Module):
     """Shared ``forward(x, mode)`` dispatch in DI-engine's form."""
 
@@ -138,8 +146,7 @@ class ContinuousQAC(_QAC):
             reward_heads: int = 1,                # values per critic: one per reward signal (policy.reward_signals)
     ) -> None:
         super().__init__()
-        if action_space != 'reparameterization':
-            raise ValueError(f"ContinuousQAC supports action_space='reparameterization', got {action_space!r}")
+        check_action_space(action_space, 'continuous_qac')
         self.action_size = _flat_size(action_shape, 'action_shape')
         self.twin_critic = twin_critic
         self.n_critics, self.n_quantiles = n_critics or (2 if twin_critic else 1), n_quantiles

@@ -8,7 +8,7 @@ from torch import Tensor, nn
 from ..registry import MODEL_REGISTRY
 from .heads import EnsembleLayerNorm, EnsembleLinear, ReparameterizationHead
 from .obs_norm import RunningObsNorm
-from .qac import ContinuousQAC, _flat_size, _QAC
+from .qac import check_action_space, ContinuousQAC, _flat_size, _QAC
 
 EXPANSION = 4  # the blocks' inverted bottleneck: width -> 4 x width -> width
 
@@ -61,6 +61,7 @@ class SimbaQAC(ContinuousQAC):
             obs_shape: int | list,                # observation size (vectors)
             action_shape: int | list,             # action size
             twin_critic: bool = True,             # two critics, the target takes their minimum (clipped double Q)
+            action_space: str = 'reparameterization',  # DI-engine's key; the only one: a tanh-squashed Gaussian
             n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
             n_quantiles: int = 1,                 # outputs per critic: 1, its Q; more, quantiles of the return (TQC)
             reward_heads: int = 1,                # values per critic: one per reward signal (policy.reward_signals)
@@ -76,6 +77,7 @@ class SimbaQAC(ContinuousQAC):
             log_sigma_max: float = 2.0,           # upper clamp of the actor's log standard deviation
     ) -> None:
         _QAC.__init__(self)
+        check_action_space(action_space, 'simba_qac')
         if not layer_norm:
             raise ValueError("model 'simba_qac': layer_norm=False is not SimBa (its blocks normalise their input); "
                              "use model type 'continuous_qac' for critics without LayerNorm")

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from ..registry import MODEL_REGISTRY
 from .obs_norm import RunningObsNorm, RunningRewardNorm
-from .qac import _flat_size, _QAC
+from .qac import check_action_space, _flat_size, _QAC
 
 EPS = 1e-8
 
@@ -140,6 +140,7 @@ class SimbaV2QAC(_QAC):
             obs_shape: int | list,                # observation size (vectors)
             action_shape: int | list,             # action size
             twin_critic: bool = True,             # two critics
+            action_space: str = 'reparameterization',  # DI-engine's key; the only one: a tanh-squashed Gaussian
             n_critics: int | None = None,         # critics in the ensemble; None: 2 with twin_critic, else 1
             actor_num_blocks: int = 1,            # the actor's LERP blocks (the paper's 1)
             actor_hidden_dim: int = 128,          # the actor's width (the paper's 128)
@@ -154,6 +155,7 @@ class SimbaV2QAC(_QAC):
             log_std_max: float = 2.0,             # and its upper bound (the paper's)
     ) -> None:
         super().__init__()
+        check_action_space(action_space, 'simba_v2_qac')
         obs_size, self.action_size = _flat_size(obs_shape, 'obs_shape'), _flat_size(action_shape, 'action_shape')
         if num_bins < 2 or g_max <= 0:
             raise ValueError(f"model 'simba_v2_qac': num_bins >= 2 and g_max > 0, got {num_bins} and {g_max}")

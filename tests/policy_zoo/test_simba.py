@@ -2,10 +2,12 @@
 ``simba`` policy's paper values, and the network under the family's other policies."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
-from ding_lite.model import SimbaQAC
+from ding_lite.config import ConfigError, compile_config
+from ding_lite.model import SimbaQAC, SimbaV2QAC
 from ding_lite.model.simba import SimbaBlock, simba_trunk
 
 
@@ -47,3 +49,20 @@ def test_the_encoder_ends_in_a_layernorm_and_the_model_takes_the_familys_critics
     assert len(paper.actor[0]) == 3 and paper.actor[0][0].out_features == 128
     assert len(paper.critic[0]) == 4 and paper.critic[0][0].weight.shape == (2, 5, 512)
 
+
+
+@pytest.mark.parametrize('policy_type, model_type', [('sac', 'simba_qac'), ('simba_v2', None)])
+def test_a_di_engine_sac_model_config_takes_the_simba_networks(policy_type, model_type):
+    """DI-engine's SAC configs name ``action_space='reparameterization'``: the SimBa models take it (their actor
+    is that tanh-Gaussian); the default network's sizes are refused with the SimBa name for them."""
+    model = dict(obs_shape=3, action_shape=1, twin_critic=True, action_space='reparameterization')
+    model |= {'type': model_type} if model_type else {}
+    compiled = compile_config(dict(policy=dict(model=model)), create_cfg=dict(policy=dict(type=policy_type)),
+                              save_cfg=False).policy.model
+    assert compiled.action_space == 'reparameterization'
+    with pytest.raises(ConfigError, match="actor_head_hidden_size'; did you mean 'policy.model.actor_hidden_dim'"):
+        compile_config(dict(policy=dict(model=model | dict(actor_head_hidden_size=128))),
+                       create_cfg=dict(policy=dict(type=policy_type)), save_cfg=False)
+    for cls in (SimbaQAC, SimbaV2QAC):
+        with pytest.raises(ValueError, match="supports action_space='reparameterization'.*got 'regression'"):
+            cls(3, 1, action_space='regression')
