@@ -50,7 +50,6 @@ def test_the_encoder_ends_in_a_layernorm_and_the_model_takes_the_familys_critics
     assert len(paper.critic[0]) == 4 and paper.critic[0][0].weight.shape == (2, 5, 512)
 
 
-
 @pytest.mark.parametrize('policy_type, model_type', [('sac', 'simba_qac'), ('simba_v2', None)])
 def test_a_di_engine_sac_model_config_takes_the_simba_networks(policy_type, model_type):
     """DI-engine's SAC configs name ``action_space='reparameterization'``: the SimBa models take it (their actor
