@@ -367,6 +367,10 @@ class Policy:
     def _monitor_vars_learn(self) -> list[str]:
         return []
 
+    def draws_in_graph(self, buffer: Any) -> bool:
+        """Whether a learn step can take a ``Draw`` of ``buffer`` (drawn inside its captured update); SAC's can."""
+        return False
+
     def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
         """Scalars the learner's log adds to the ``averaged`` statistics of the steps since the last log."""
         return {}

@@ -10,7 +10,7 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
-from ding_lite.data import Batch
+from ding_lite.data import Batch, Draw
 from ding_lite.model import model_wrap
 from ding_lite.model.wrappers import frozen, set_training
 from ding_lite.model.recurrent import Memory, row_mean
@@ -18,13 +18,13 @@ from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, \
     preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.critic_term import CriticTerm
-from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
+from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector, SingleReward
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.rl_utils.update_executor import UpdateExecutor
 from .base_policy import Policy
 from .sac_options import check_sac_config, cloning_and_signals, init_actor_output
 from .param_resets import ParamResets
-from .sac_reports import learn_stats, transition_scores
+from .sac_reports import di_engine_extras, gaussian_entropy, learn_stats, transition_scores
 
 
 @POLICY_REGISTRY.register('sac')
@@ -34,8 +34,7 @@ class SACPolicy(Policy):
     Subclasses change the math through its hooks, each documented once, on its method, and listed in
     docs/sac-family.md. The update calls two strategies that are always there: ``self._heads`` (one reward, or a
     head per reward dimension or signal) and ``self._td_estimator`` (``TDTarget``, owning gamma); how it runs (amp,
-    compile, the CUDA graph, the optimizer steps, a seed axis) is ``self.executor``'s (``UpdateExecutor``).
-    """
+    compile, the CUDA graph, the optimizer steps, a seed axis) is ``self.executor``'s (``UpdateExecutor``)."""
 
     # tanh-squashed: DI-engine's 'reparam_sample'/'deterministic_sample' return raw Gaussian actions
     collect_wrapper: ClassVar[str] = 'tanh_reparam_sample'
@@ -90,6 +89,7 @@ class SACPolicy(Policy):
             init_w=None,                      # uniform init bound of the actor's output layers (DI-engine 3e-3)
             compile=False,                    # torch.compile the losses (forward and backward); slower on a CPU
             cuda_graph=False,                 # replay each update from a captured CUDA graph (CUDA only)
+            graph_sample=True,                # cuda_graph, one seed: the batch drawn inside the graph
             amp=None,                         # mixed precision of the update's forward passes: 'bf16' or 'fp16'
                                               # (with a gradient scaler); None: float32
             param_resets=None,                # env steps at which the networks, their targets, the temperature and
@@ -159,6 +159,7 @@ class SACPolicy(Policy):
         self._actor_frozen = list(self._model.critic.parameters())  # constants in the actor's loss
         if self.executor.compiles:
             self._critic_loss, self._actor_loss = map(self.executor.compiled, (self._critic_loss, self._actor_loss))
+        self._learn_drawn = self.executor.drawn(self._update, self._learn_batch)  # a graph of its own with cuda_graph
         if self.executor.graphs:  # after compile: a graph may hold compiled kernels
             self._update = self.executor.graphed(self._update)
 
@@ -174,8 +175,7 @@ class SACPolicy(Policy):
         self.horizon = learn_steps
 
     def row_settings(self) -> tuple[dict[str, torch.optim.Optimizer | None], Any, Temperature]:
-        """What a stacked row may set apart: the optimizers by their learning rate's key, the target wrapper (None
-        without one), the temperature."""
+        """What a stacked row may set apart: the optimizers by their rate's key, the target wrapper, the temperature."""
         return ({'learning_rate_q': self._optimizer_q, 'learning_rate_policy': self._optimizer_policy,
                  'learning_rate_alpha': self._alpha.optimizer}, self._target_model, self._alpha)
 
@@ -226,17 +226,29 @@ class SACPolicy(Policy):
             batch.reward = batch.reward * self._cfg.learn.reward_scale
         return batch
 
-    def _forward_learn(self, data: list[dict] | Batch) -> dict[str, Tensor]:
-        """One learn step: preprocess, the reward heads' rewards, ``update``; its statistics (a run of many seeds
-        calls ``preprocess_learn`` and ``update``, not this: override the hooks below instead)."""
-        batch = self._preprocess_learn(data)                  # collate once, move to device, add weight
-        batch.reward = self._heads.rewards(batch)  # [B, K] with heads: a column per dimension or signal
+    def draws_in_graph(self, buffer: Any) -> bool:
+        """Whether a learn step can take a ``Draw`` of ``buffer``: nothing but the update learns from a batch."""
+        return self.executor.draws_in_graph(self._cfg.learn, buffer) and type(self)._forward_learn is \
+            SACPolicy._forward_learn and type(self._heads).train_step is SingleReward.train_step
+
+    def _forward_learn(self, data: list[dict] | Batch | Draw) -> dict[str, Tensor]:
+        """One learn step: preprocess, the reward heads' rewards, ``update`` (a ``Draw``: all in one graph); its
+        statistics (a run of many seeds calls ``preprocess_learn`` and ``update``, not this: override the hooks)."""
+        if isinstance(data, Draw):
+            return self._learn_drawn(data)
+        batch = self._learn_batch(data)
         own_batches = self._cfg.learn.get('reward_signal_steps_per_update')
         signal_stats = self._signal_stats if own_batches else self._heads.train_step(batch)
         stats = self.update(batch) | signal_stats
         if isinstance(batch.obs, Memory):  # one priority per sequence
             stats['priority'] = sequence_priority(stats['priority'], batch.obs.weight, len(batch.obs.state))
         return stats
+
+    def _learn_batch(self, data: list[dict] | Batch) -> Batch:
+        """``data`` preprocessed (collated once, on the device, ``weight`` added), its rewards the heads' ``[B, K]``."""
+        batch = self._preprocess_learn(data)
+        batch.reward = self._heads.rewards(batch)
+        return batch
 
     def _train_reward_models(self, data: list[dict] | Batch) -> None:
         """One step of every reward model on ``data``, a mini-batch of their own (``reward_signal_steps_per_update``);
@@ -331,13 +343,7 @@ class SACPolicy(Policy):
         return self._heads.combine(self._heads.reduce(self._critic(obs, action)))
 
     def _collect_entropy(self, output: dict[str, Tensor], kwargs: dict[str, Any]) -> Tensor:
-        """``-log pi(a)`` of fresh tanh-Gaussian draws (a private generator: the run's random streams stay)."""
-        logit = output['logit']                                # [mu, sigma], [B, 2, A] or DI-engine's {'mu', 'sigma'}
-        mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else \
-            logit if isinstance(logit, (list, tuple)) else logit.unbind(1)
-        generator = torch.Generator(mu.device).manual_seed(0)
-        noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
-        return -tanh_gaussian_sample(mu, sigma, noise)[1]
+        return gaussian_entropy(output['logit'])
 
     def _monitor_vars_learn(self) -> list[str]:
         critics = [f'q_value_{i + 1}' for i in range(self._n_critics)]
@@ -354,11 +360,7 @@ class SACPolicy(Policy):
         return transition_scores(columns, self._q_pred, self._heads, self._normalize_obs, self._device)
 
     def _log_extras_learn(self, averaged: dict[str, float]) -> dict[str, float]:
-        """DI-engine's names for what its SAC logs beside these: the optimizers' learning rates and the losses'
-        sum (``critic_loss`` here is already both critics' sum, DI-engine's ``critic_loss + twin_critic_loss``)."""
-        losses = [averaged[key] for key in ('critic_loss', 'policy_loss', 'alpha_loss') if key in averaged]
-        return {'cur_lr_q': self._optimizer_q.param_groups[0]['lr'],
-                'cur_lr_p': self._optimizer_policy.param_groups[0]['lr'], 'total_loss': float(sum(losses))}
+        return di_engine_extras(averaged, self._optimizer_q, self._optimizer_policy)
 
     _actor_stat_names: ClassVar[tuple[str, ...]] = ('mu', 'log_sigma')  # what _actor_loss's stats hold
 

@@ -12,6 +12,7 @@ from ding_lite.data import Batch
 from ding_lite.data.collate import make_batch
 from ding_lite.model.recurrent import Memory, row_mean
 from ding_lite.reward_model.signals import RewardSignals
+from ding_lite.rl_utils import tanh_gaussian_sample
 
 
 def learn_stats(critic_loss: Tensor, td: Tensor, q: Tensor, target_q: Tensor,
@@ -44,3 +45,23 @@ def transition_scores(columns: dict[str, np.ndarray], q_pred: Callable[[Batch], 
         rewards = heads.rewards(batch)                         # [B, K]
         reports |= {name: rewards[:, k] for k, name in enumerate(heads.names) if name != 'extrinsic'}
     return {name: value.float().cpu().numpy() for name, value in reports.items()}
+
+
+def di_engine_extras(averaged: dict[str, float], optimizer_q: torch.optim.Optimizer,
+                     optimizer_policy: torch.optim.Optimizer) -> dict[str, float]:
+    """DI-engine's names for what its SAC logs beside the ``averaged`` statistics: the optimizers' learning rates
+    and the losses' sum (``critic_loss`` here is already both critics' sum, DI-engine's ``critic_loss +
+    twin_critic_loss``)."""
+    losses = [averaged[key] for key in ('critic_loss', 'policy_loss', 'alpha_loss') if key in averaged]
+    return {'cur_lr_q': optimizer_q.param_groups[0]['lr'], 'cur_lr_p': optimizer_policy.param_groups[0]['lr'],
+            'total_loss': float(sum(losses))}
+
+
+def gaussian_entropy(logit: Any) -> Tensor:
+    """``-log pi(a)`` of fresh tanh-Gaussian draws from a collect forward's ``logit`` (``[mu, sigma]``, ``[B, 2, A]``
+    or DI-engine's ``{'mu', 'sigma'}``), by a private generator: the run's random streams stay."""
+    mu, sigma = (logit['mu'], logit['sigma']) if isinstance(logit, dict) else \
+        logit if isinstance(logit, (list, tuple)) else logit.unbind(1)
+    generator = torch.Generator(mu.device).manual_seed(0)
+    noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+    return -tanh_gaussian_sample(mu, sigma, noise)[1]

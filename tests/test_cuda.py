@@ -389,10 +389,10 @@ def test_many_seeds_share_one_captured_update_that_matches_the_eager_one(monkeyp
     graphed, eager = axes
     for seed in range(8):                                  # 3 warm-up steps, the capture, then replays
         batches = [_cuda_batch(10 * seed + k) for k in range(3)]
-        for got, expected in zip(graphed.forward(batches), eager.forward(batches)):
-            assert got.keys() == expected.keys()
-            for key in expected:
-                torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-5)
+        got, expected = graphed.forward(batches), eager.forward(batches)  # [S, ...] per field
+        assert got.keys() == expected.keys() and expected['critic_loss'].shape == (3,)
+        for key in expected:
+            torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-5)
     assert not graphed.lead._update.eager and len(graphed.lead._update._graphs) == 1
     for a, b in zip(graphed.lead.model.parameters(), eager.lead.model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
@@ -415,6 +415,86 @@ def test_many_seeds_act_through_captured_forwards_as_the_eager_ones():
     assert set(graphed._graphs) == {'eval', 'collect'}
     assert all(not s.eager and len(s._graphs) == 1 for s in graphed._graphs.values())
 
+
+def _drawing_buffer(n=100):
+    from ding_lite.data import GraphSampler, ReplayBuffer
+    buffer = ReplayBuffer({'replay_buffer_size': 512, 'device': 'cuda', 'push_chunk': 1})
+    buffer.push(_cuda_batch(0, n=n))
+    return buffer, GraphSampler(buffer)
+
+
+def test_a_batch_drawn_inside_the_captured_update_matches_the_eager_update_on_the_same_slots(monkeypatch):
+    """``learn.graph_sample``: the graph draws the slots (the CUDA generator as it stands at each replay) and
+    gathers them from the buffer as it stands (rows pushed after the capture too), then updates: as the eager
+    update on the batch an eager draw gives at the same generator state; no host sync, nothing copied in."""
+    from ding_lite.data import PrioritizedReplayBuffer
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    graphed, eager = _cuda_policy(cuda_graph=True), _cuda_policy()
+    buffer, sampler = _drawing_buffer()
+    assert graphed.draws_in_graph(buffer) and not eager.draws_in_graph(buffer)
+    assert not graphed.draws_in_graph(PrioritizedReplayBuffer({'replay_buffer_size': 8, 'device': 'cuda'}))
+    assert not _cuda_policy(cuda_graph=True, graph_sample=False).draws_in_graph(buffer)
+    for step in range(10):                                 # 3 warm-up steps, the capture, then replays
+        if step == 6:
+            buffer.push(_cuda_batch(1, n=300))             # the replays read the new count and rows
+        torch.cuda.manual_seed(step)
+        stats = graphed.learn_mode.forward(sampler(64))
+        torch.cuda.manual_seed(step)
+        expected = eager.learn_mode.forward(sampler(64).gather())
+        assert stats.keys() == expected.keys()
+        for key in expected:
+            torch.testing.assert_close(stats[key], expected[key], rtol=1e-4, atol=1e-5)
+    for a, b in zip(graphed.model.parameters(), eager.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    drawn = graphed._learn_drawn
+    assert not drawn.eager and len(drawn._graphs) == 1 and not next(iter(drawn._graphs.values())).inputs
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode('error')
+    try:
+        graphed.learn_mode.forward(sampler(64))
+    finally:
+        torch.cuda.set_sync_debug_mode('default')
+
+
+def test_a_graphed_run_that_draws_its_batches_resumes_as_the_uninterrupted_one(monkeypatch):
+    """A learn state and buffer saved mid-run, loaded into a new policy and buffer: its new graph (warm-up, capture,
+    replays) continues as the uninterrupted policy's replays do, draw for draw."""
+    from ding_lite.data import GraphSampler, ReplayBuffer
+    monkeypatch.setattr('policy_zoo.sac.tanh_gaussian_sample', _noiseless)
+    straight = _cuda_policy(cuda_graph=True)
+    buffer, sampler = _drawing_buffer(n=400)
+    for step in range(8):
+        torch.cuda.manual_seed(step)
+        straight.learn_mode.forward(sampler(64))
+    state, saved = copy.deepcopy(straight.learn_mode.state_dict()), buffer.state_dict()
+    resumed = _cuda_policy(seed=5, cuda_graph=True)
+    resumed.learn_mode.load_state_dict(state)
+    loaded = ReplayBuffer({'replay_buffer_size': 512, 'device': 'cuda', 'push_chunk': 1})
+    loaded.load_state_dict(saved)
+    resampler = GraphSampler(loaded)
+    for step in range(8, 16):
+        torch.cuda.manual_seed(step)
+        expected = straight.learn_mode.forward(sampler(64))
+        torch.cuda.manual_seed(step)
+        got = resumed.learn_mode.forward(resampler(64))
+        for key in expected:
+            torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-5)
+    for a, b in zip(straight.model.parameters(), resumed.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert not resumed._learn_drawn.eager
+
+
+def test_a_graphed_serial_run_on_cuda_draws_every_batch_inside_the_graph(tiny_pendulum, monkeypatch):
+    from ding_lite.data import GraphSampler
+    calls, draw = [], GraphSampler.__call__
+    monkeypatch.setattr(GraphSampler, '__call__', lambda self, n: calls.append(n) or draw(self, n))
+    main, create = tiny_pendulum
+    main.policy.cuda, main.policy.learn.cuda_graph = True, True
+    main.policy.other.replay_buffer.device = 'cuda'
+    policy = serial_pipeline((main, create), seed=0, max_env_step=400)
+    iterations = load_checkpoint(f'{main.exp_name}/ckpt/ckpt_last.pth.tar')['last_iter']
+    assert len(calls) == iterations > 4 and not policy._learn_drawn.eager
+    assert len(policy._learn_drawn._graphs) == 1 and not policy._update._graphs
 
 
 def test_host_copies_that_do_not_wait_arrive_unchanged_behind_a_busy_stream():

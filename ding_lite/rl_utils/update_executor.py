@@ -9,10 +9,12 @@ import torch
 from easydict import EasyDict
 from torch import Tensor, nn
 
+from ..data.graph_draw import Draw, draws_plainly
 from ..model.wrappers import model_wrap
 from ..utils.compile import compile_or_eager
-from ..utils.cuda_graph import cuda_graph_or_eager
+from ..utils.cuda_graph import CudaGraphStep, cuda_graph_or_eager
 from ..utils.default_config import ConfigError
+from ..utils.device import indexed
 from .optim import optimizer_step
 
 AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
@@ -57,6 +59,7 @@ class UpdateExecutor:
         self.compiles, self.graphs = bool(learn.get('compile')), bool(learn.get('cuda_graph'))
         self._device, self._what = device, what
         self._graphed: Any = None
+        self._drawn: CudaGraphStep | None = None
         self._after: dict[int, list[Callable[[], None]]] = {}
         self.seedwise: Callable[..., Any] = _call
         self._step: Callable[[torch.optim.Optimizer, Tensor], Tensor] = \
@@ -77,6 +80,23 @@ class UpdateExecutor:
         self._graphed = cuda_graph_or_eager(update, self._device, f"{self._what}'s update")
         return self._graphed
 
+    def drawn(self, update: Callable[[Any], dict[str, Tensor]], prepare: Callable[[Any], Any]
+              ) -> Callable[[Draw], dict[str, Tensor]]:
+        """One update on a ``Draw``'s batch, ``update(prepare(draw.gather()))`` (``update`` not graphed): with
+        ``cuda_graph`` on a GPU the draw, ``prepare`` and the update are replayed from one captured graph."""
+        def step(draw: Draw) -> dict[str, Tensor]:
+            return update(prepare(draw.gather()))
+        if not self.graphs or self._device.type != 'cuda':
+            return step
+        self._drawn = CudaGraphStep(step, self._device, f"{self._what}'s draw and update")
+        return self._drawn
+
+    def draws_in_graph(self, learn: EasyDict, buffer: Any) -> bool:
+        """Whether the update can draw ``buffer``'s batches inside its graph (``learn.graph_sample``): a graphed
+        update on a GPU, a buffer on that GPU that samples uniformly."""
+        return self._drawn is not None and bool(learn.get('graph_sample', True)) and \
+            indexed(buffer.device) == indexed(self._device) and draws_plainly(buffer)
+
     def step(self, optimizer: torch.optim.Optimizer, loss: Tensor) -> Tensor:
         """One step of ``optimizer`` on ``loss`` (through the fp16 gradient scaler with ``amp='fp16'``), then what
         ``after_step`` registered for it; the gradients' total 2-norm (per seed under a seed axis)."""
@@ -96,8 +116,9 @@ class UpdateExecutor:
 
     def restart(self) -> None:
         """Capture the update again at its next call: the tensors it updates were replaced (a state load)."""
-        if self._graphed is not None and hasattr(self._graphed, 'reset'):
-            self._graphed.reset()
+        for graphed in (self._graphed, self._drawn):
+            if graphed is not None and hasattr(graphed, 'reset'):
+                graphed.reset()
 
 
 __all__ = ['UpdateExecutor', 'amp_dtype', 'check_amp', 'AMP_DTYPES']

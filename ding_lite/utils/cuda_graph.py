@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from ..data.collate import Batch, flatten_batch, unflatten_batch
+from ..data.graph_draw import Draw
 
 Step = Callable[[Batch], dict[str, Tensor]]
 
@@ -34,11 +35,12 @@ class CudaGraphStep:
 
     The first ``warmup`` calls run eagerly on a side stream: they create what capture must not allocate (optimizer
     state, cuBLAS workspaces). The next call captures ``step`` on static copies of its batch; each later call
-    copies its batch into them (one copy per field) and replays. Outputs are copied out of the graph's memory
-    (0-d statistics as one vector), so they outlive the next replay. A batch with other fields, shapes or dtypes
-    gets its own graph. Python values the step reads (learning rates, flags) are fixed at capture; call
-    ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``). If capture fails,
-    one warning and eager mode from then on. ``fresh=False``: a replay's outputs are the graph's own tensors, which
+    copies its batch into them (one copy per field) and replays; a batch with ``graph_key()`` (``Draw``) the step
+    draws itself, so the graph records the drawing and nothing is copied in. Outputs are copied out of the graph's
+    memory (0-d statistics as one vector), so they outlive the next replay. A batch with other fields, shapes or
+    dtypes (or another ``graph_key``) gets its own graph. Python values the step reads (learning rates, flags) are
+    fixed at capture; call ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``).
+    If capture fails, one warning and eager mode from then on. ``fresh=False``: a replay's outputs are the graph's own tensors, which
     the next replay overwrites (for a caller that copies them away on the same stream first).
     """
 
@@ -50,23 +52,27 @@ class CudaGraphStep:
         self.eager = False      # True once capture failed
 
     def reset(self) -> None:
-        """Drop the captured graphs; the next call captures again."""
+        """Drop the captured graphs; the next calls warm up and capture again (a reset's fresh optimizers have no
+        state yet, which capture must not allocate)."""
         self._graphs.clear()
+        self._eager_calls = 0
 
     def __call__(self, batch: Batch) -> dict[str, Tensor]:
         if self.eager:
             return self._step(batch)
-        flat = flatten_batch(batch)
-        key = tuple((path, tuple(v.shape), v.dtype) for path, v in flat.items())
+        drawn = isinstance(batch, Draw)  # a batch the step draws itself, inside the graph: no inputs to copy
+        flat = {} if drawn else flatten_batch(batch)
+        key = ('drawn', batch.graph_key()) if drawn else tuple((path, tuple(v.shape), v.dtype)
+                                                               for path, v in flat.items())
         entry = self._graphs.get(key)
         if entry is None:
             if self._eager_calls < self._warmup:
                 self._eager_calls += 1
                 return self._side_stream(batch)
-            entry = self._capture(flat, key, type(batch) if isinstance(batch, dict) else None)
+            entry = self._capture(flat, key, batch if drawn else type(batch) if isinstance(batch, dict) else None)
             if entry is None:
                 return self._step(batch)
-        else:
+        elif flat:
             torch._foreach_copy_(entry.inputs, list(flat.values()))
         entry.graph.replay()
         vector, others = entry.vector, entry.others
@@ -82,13 +88,19 @@ class CudaGraphStep:
         torch.cuda.current_stream(self._device).wait_stream(stream)
         return output
 
-    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple, kind: type | None) -> _Captured | None:
+    def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple, kind: Any) -> _Captured | None:
         """Capture the step on static copies of ``flat``, given to it as a ``Batch``, or as a dict of the type
-        ``kind`` where the caller's batch was one (a run of many seeds passes its own)."""
+        ``kind`` where the caller's batch was one (a run of many seeds passes its own); ``kind`` a batch the step
+        draws itself (``graph_key``): that batch, whose drawing the graph records."""
         static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
 
+        def given() -> Any:
+            if isinstance(kind, Draw):
+                return kind
+            return unflatten_batch(static) if kind is None else _as_dict(static, kind)
+
         def packed_step() -> tuple[list[str], Tensor, dict[str, Tensor]]:
-            output = self._step(unflatten_batch(static) if kind is None else _as_dict(static, kind))
+            output = self._step(given())
             names = [k for k, v in output.items() if v.dim() == 0 and v.dtype == torch.get_default_dtype()]
             vector = torch.stack([output[k] for k in names]) if names else torch.zeros(0, device=self._device)
             return names, vector, {k: v for k, v in output.items() if k not in names}

@@ -10,7 +10,7 @@ from torch import nn
 
 from ding_lite.config import ConfigError
 from ding_lite.utils.curriculum import Curriculum
-from ding_lite.data import Batch, ReplayBuffer, demo_buffer, mixed_sampler
+from ding_lite.data import Batch, Draw, GraphSampler, ReplayBuffer, demo_buffer, mixed_sampler
 from ding_lite.registry import BUFFER_REGISTRY
 from ding_lite.utils import set_deterministic, set_pkg_seed
 from ding_lite.worker import BaseLearner, InteractionSerialEvaluator, create_learner, create_serial_collector
@@ -170,12 +170,14 @@ def buffer_settings(cfg: EasyDict) -> dict[str, Any]:
                                                                                   'type', 'her')}
 
 
-def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any) -> Callable[[int], Batch]:
+def learn_sampler(cfg: EasyDict, buffer: ReplayBuffer, env: Any, policy: Policy | None = None
+                  ) -> Callable[[int], Batch | Draw]:
     """``buffer.sample``, or with ``policy.other.offline_buffer.path`` set, a sampler mixing that file's
-    transitions (real rewards) into every batch at ``ratio``."""
+    transitions (real rewards) into every batch at ``ratio``; where ``policy``'s captured update can draw from
+    ``buffer`` itself (``learn.graph_sample``), a ``GraphSampler``."""
     offline = cfg.policy.other.offline_buffer
     if not offline.path:
-        return buffer.sample
+        return GraphSampler(buffer) if policy is not None and policy.draws_in_graph(buffer) else buffer.sample
     if not 0 < offline.ratio < 1:
         raise ConfigError(f"policy.other.offline_buffer.ratio must be in (0, 1), got {offline.ratio}")
     return mixed_sampler([(buffer, 1 - offline.ratio), (load_demo_buffer(cfg, buffer, env, offline.path),

@@ -29,7 +29,7 @@ def train_one(input_cfg: str | tuple | list, seed: int | None = None, env_settin
     with closing(run):
         with starting(cfg, resume_path):
             check_budget(cfg, max_env_step)
-            sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref)
+            sample = learn_sampler(cfg, run.buffer, run.collector_env.env_ref, run.policy)
             if resume_path:
                 run.learner.resume(resume_path)
         train_serial(cfg, run, sample, max_train_iter, max_env_step)

@@ -35,22 +35,23 @@ from ding_lite.config import read_config
 from entry.kit.config_input import compile_run
 from entry.kit.life_cycle import closing
 from entry.pipeline.single import train_serial
-from entry.kit.steps import build_serial
+from entry.kit.steps import build_serial, learn_sampler
 from tests.benchmark.bare_sac import BareSAC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, steps: int, tmp: str,
-              profiler: Any = None, envs: int = 1, windows: list[float] | None = None) -> float:
+              profiler: Any = None, envs: int = 1, windows: list[float] | None = None, drawn: bool = True) -> float:
     """Env steps/s of the zoo config's run between its first learn step and its last (``profiler`` enabled then),
     with ``envs`` envs (each round one step of every env, then as many updates); ``windows`` gets the rate over each
-    1000 learn steps in turn."""
+    1000 learn steps in turn. ``drawn`` False: a graphed update is given its batch (``learn.graph_sample``)."""
     main, create = read_config(os.path.join(ROOT, 'dizoo_configs', 'halfcheetah_sac_config.py'))
     main.exp_name = os.path.join(tmp, f'e2e_{overlap}_{graphed}_{time.monotonic_ns()}')
     main.policy.update(random_collect_size=warmup, cuda=device.startswith('cuda'))
     main.policy.collect.overlap = overlap
     main.policy.learn.cuda_graph = graphed
+    main.policy.learn.graph_sample = drawn
     main.policy.eval.evaluator.eval_freq = 10 ** 9
     main.env.update(evaluator_env_num=1, n_evaluator_episode=1, collector_env_num=envs)
     main.policy.collect.n_sample = main.policy.learn.update_per_collect = envs
@@ -70,7 +71,9 @@ def framework(device: str, overlap: bool | str, graphed: bool, warmup: int, step
                 profiler.enable()
             return output
         run.learner.train = timed
-        train_serial(cfg, run, run.buffer.sample, max_train_iter=int(1e10), max_env_step=warmup + steps)
+        sample = learn_sampler(cfg, run.buffer, None, run.policy)
+        sample = profiler.timed(sample, 'sample') if hasattr(profiler, 'timed') else sample
+        train_serial(cfg, run, sample, max_train_iter=int(1e10), max_env_step=warmup + steps)
         if profiler is not None:
             profiler.disable()
     if device.startswith('cuda'):
@@ -120,15 +123,17 @@ def run(device: str = 'cpu', warmup: int = 1000, steps: int = 2000, rounds: int 
     overlapped = 'stream' if device.startswith('cuda') else 'process'
     rows = {} if graphed_only else {'strict, eager': (False, False, 1), f'{overlapped}, eager': (overlapped, False, 1)}
     if device.startswith('cuda'):
-        rows |= {'strict, cuda_graph': (False, True, 1), 'stream, cuda_graph': ('stream', True, 1)}
+        rows |= {'strict, cuda_graph': (False, True, 1), 'stream, cuda_graph': ('stream', True, 1),
+                 'stream, cuda_graph, the batch copied in (graph_sample=False)': ('stream', True, 1, False)}
     graphed = device.startswith('cuda')
     rows |= {f'{overlapped}{", cuda_graph" if graphed else ", eager"}, {n} envs': (overlapped, graphed, n)
              for n in envs if n > 1}
     rates: dict[str, list[float]] = {name: [] for name in [*rows, 'bare loop']}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
-            for name, (overlap, graph, n) in rows.items():
-                rates[name].append(framework(device, overlap, graph, warmup, steps, tmp, envs=n))
+            for name, (overlap, graph, n, *drawn) in rows.items():
+                rates[name].append(framework(device, overlap, graph, warmup, steps, tmp, envs=n, drawn=all(drawn)))
+                print(f"  {name}: {rates[name][-1]:.0f} env steps/s", flush=True)  # (a run cut short keeps these)
             rates['bare loop'].append(bare(device, warmup, steps))
     medians = {name: statistics.median(values) for name, values in rates.items()}
     for name, value in medians.items():
@@ -195,9 +200,9 @@ class PartTimer:
     the waits it makes), and the rest of the loop as ``other``."""
 
     PARTS = (('collector', 'collect_batch', 'collect round'), ('policy', '_forward_collect_batch', '  collect forward'),
-             ('collector_env', 'step_batch', '  env step'), ('buffer', 'push', 'push'), ('buffer', 'sample', 'sample'),
+             ('collector_env', 'step_batch', '  env step'), ('buffer', 'push', 'push'), (None, None, 'sample'),
              ('learner', 'train', 'learn step'), ('policy', '_update', '  update (replay)'),
-             ('evaluator', 'eval', 'final evaluation'))
+             ('policy', '_learn_drawn', '  update (replay)'), ('evaluator', 'eval', 'final evaluation'))
 
     def __init__(self) -> None:
         self.spent: collections.Counter = collections.Counter()
@@ -205,10 +210,11 @@ class PartTimer:
 
     def attach(self, run: Any) -> None:
         for owner, name, label in self.PARTS:
-            obj = getattr(run, owner)
-            setattr(obj, name, self._timed(getattr(obj, name), label))
+            if owner is not None:  # (the sampler: framework times it)
+                obj = getattr(run, owner)
+                setattr(obj, name, self.timed(getattr(obj, name), label))
 
-    def _timed(self, fn: Any, label: str) -> Any:
+    def timed(self, fn: Any, label: str) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
             if not self.on:
                 return fn(*args, **kwargs)
@@ -229,7 +235,7 @@ class PartTimer:
         per = lambda t: t / env_steps * 1e6  # noqa: E731
         top = sum(t for label, t in self.spent.items() if not label.startswith(' '))
         print(f"host time per env step: {per(self.wall):.0f} us in all")
-        for _, _, label in self.PARTS:
+        for label in dict.fromkeys(label for _, _, label in self.PARTS):
             print(f"  {label:<20} {per(self.spent[label]):7.1f} us")
         print(f"  {'other':<20} {per(self.wall - top):7.1f} us (the loop, logs, checkpoints)")
 

@@ -92,3 +92,36 @@ def test_a_failed_capture_warns_once_and_runs_eagerly():
         _assert_same(step(_batch(seed=0)), _step(_batch(seed=0)))
     assert step.eager
     _assert_same(step(_batch(seed=1)), _step(_batch(seed=1)))
+
+
+def _pushed(buffer, first, n):
+    rows = torch.arange(first, first + n, dtype=torch.float32)
+    buffer.push({'obs': rows[:, None].repeat(1, 3), 'reward': rows})
+
+
+def test_a_draw_is_recorded_with_its_step_and_each_replay_draws_again_from_the_buffer_as_it_stands():
+    """A ``Draw`` (the batch a captured update draws itself): nothing is copied in, each replay draws new slots
+    below the buffer's count as it stands then (pushes since the capture included), and a buffer whose storage
+    moved gets a graph of its own."""
+    from ding_lite.data import GraphSampler, ReplayBuffer
+    buffer = ReplayBuffer({'replay_buffer_size': 64})
+    _pushed(buffer, 0, 4)
+    sampler = GraphSampler(buffer)
+    _Recorded.recordings = 0
+    step = _Recorded(lambda draw: {'rows': draw.gather().reward}, torch.device('cpu'), 'the update', warmup=0)
+    seen = [step(sampler(256))['rows']]
+    _pushed(buffer, 4, 12)                           # after the capture: the replays read the new count
+    seen += [step(sampler(256))['rows'] for _ in range(3)]
+    assert _Recorded.recordings == 1 and not step._graphs[next(iter(step._graphs))].inputs
+    assert set(seen[0].tolist()) == set(range(4))   # uniform below the count: each of the 4 rows in 256 draws
+    assert set(torch.cat(seen[1:]).tolist()) == set(range(16))
+    assert not torch.equal(seen[1], seen[2])         # a replay draws again
+    for row, obs in zip(sampler(8).gather().reward, sampler(8).gather().obs):
+        assert 0 <= row < 16 and obs[0] < 16       # (the gathered fields are rows of the storage)
+    held = buffer.storage                            # (held: the new storage cannot reuse its memory)
+    buffer.load_state_dict(buffer.state_dict())      # the storage reallocated: the old graph reads nothing of it
+    assert held[('reward',)].data_ptr() != buffer.storage[('reward',)].data_ptr()
+    step(sampler(256))
+    assert _Recorded.recordings == 2
+    with pytest.raises(ValueError, match='cannot draw 4 transitions from a replay buffer holding 0'):
+        GraphSampler(ReplayBuffer({'replay_buffer_size': 8}))(4)

@@ -15,6 +15,8 @@ import torch
 from easydict import EasyDict
 
 from ding_lite.config import ConfigError, read_config
+from ding_lite.data import Draw
+from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.utils import load_file
 from entry import serial_pipeline
 from entry.kit.config_input import run_state
@@ -27,8 +29,9 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     ``policy`` 'crossq' leaves BatchRenorm's warm-up at iteration 30, and 'redq' steps its actor every 3rd
     iteration: both across the crash at 23; 'recurrent' is SAC with an LSTM on sequences, 'rnd' SAC with an RND
     reward signal, 'agents' SAC on a PettingZoo env of three agents that come and go (a slot each), 'masac'
-    DI-engine's MASAC on simple_spread, 'chunked' SAC whose buffer writes its rounds of 4 rows 6 at a time and draws 4 batches at
-    once (a GPU buffer's default, 8 and 8): rows waiting and batches drawn in the resume point."""
+    DI-engine's MASAC on simple_spread, 'chunked' SAC whose buffer writes its rounds of 4 rows 6 at a time and draws 4
+    batches at once (a GPU buffer's default, 8 and 8): rows waiting and batches drawn in the resume point; 'drawn'
+    SAC whose learn step draws its batch (``DrawingSAC``)."""
     main_cfg = EasyDict(copy.deepcopy(TINY_PENDULUM))
     main_cfg.exp_name = str(exp_dir)
     main_cfg.env.env_kwargs.max_episode_steps = 23
@@ -41,6 +44,8 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     if policy == 'chunked':
         main_cfg.policy.other.replay_buffer.update(push_chunk=6, sample_ahead=4)
         policy = 'sac'
+    if policy == 'drawn':  # each batch drawn by the learn step (a graphed GPU run's way), the RNG in the resume point
+        policy = 'test_drawing_sac'
     if policy == 'rnd':  # the reward model's nets and optimizer in the resume point
         main_cfg.policy.reward_signals = dict(extrinsic=dict(strength=1.0), rnd=dict(strength=0.1, encoding_size=8))
         policy = 'sac'
@@ -62,6 +67,20 @@ def _cfg(exp_dir, manager: str = 'base', policy: str = 'sac') -> tuple[EasyDict,
     create.env_manager.type = manager
     create.policy.type = policy
     return main_cfg, create
+
+
+@POLICY_REGISTRY.register('test_drawing_sac', force_overwrite=True)
+class DrawingSAC(SACPolicy):
+    """SAC whose learn steps take ``Draw``s on the CPU too, as a graphed run's on a GPU do (``learn.graph_sample``):
+    the pipeline hands it batches to draw (``draws`` counts them)."""
+    draws = 0
+
+    def draws_in_graph(self, buffer) -> bool:
+        return True
+
+    def _forward_learn(self, data):
+        DrawingSAC.draws += isinstance(data, Draw)
+        return super()._forward_learn(data)
 
 
 def _same_params(a: SACPolicy, b: SACPolicy) -> bool:
@@ -89,7 +108,8 @@ def _crash_at(monkeypatch, call: int) -> None:
 @pytest.mark.parametrize('manager, policy', [('base', 'sac'), ('subprocess', 'sac'), ('shared_memory', 'sac'),
                                              ('base', 'crossq'),
                                              ('base', 'redq'), ('base', 'recurrent'), ('base', 'rnd'),
-                                             ('subprocess', 'agents'), ('base', 'masac'), ('base', 'chunked')])
+                                             ('subprocess', 'agents'), ('base', 'masac'), ('base', 'chunked'),
+                                             ('base', 'drawn')])
 def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkeypatch, manager, policy):
     straight = serial_pipeline(_cfg(tmp_path / 'straight', manager, policy), seed=0, max_train_iter=60)
     with monkeypatch.context() as patch:
@@ -102,6 +122,8 @@ def test_resume_mid_round_matches_the_uninterrupted_run_exactly(tmp_path, monkey
     if policy == 'chunked':
         state = load_file(str(ckpt / 'iteration_21.buffer.pth.tar'))['replay_buffer']
         assert state['ahead'] and state['waiting']
+    if policy == 'drawn':
+        assert DrawingSAC.draws >= 60 + 22
     rows_before = (tmp_path / 'crashed' / 'log' / 'evaluator.csv').read_text()
     resumed = serial_pipeline(_cfg(tmp_path / 'crashed', manager, policy), seed=0, max_train_iter=60, resume=True)
     assert _same_params(straight, resumed)  # BatchRenorm's statistics and step counter too (model buffers)
