@@ -42,5 +42,5 @@ processes" python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --
     --cuda-graph --env-managers shared_memory,base --processes --no-learn-step
 step 25 "env managers on this host's cores, HalfCheetah" python3 -m tests.benchmark.bench_env_managers --envs 2 4 \
     --seconds 2 --rounds 1
-step 40 "learn step, SimbaV2 against SAC" python3 -m tests.benchmark.bench_learn --device cuda --no-compile \
+step 70 "learn step, SimbaV2 against SAC" python3 -m tests.benchmark.bench_learn --device cuda --no-compile \
     --policy simba_v2
