@@ -18,7 +18,7 @@ from ding_lite.registry import POLICY_REGISTRY
 from ding_lite.rl_utils import TDTarget, Temperature, load_optimizer, make_adam, \
     preprocess_learn_batch, tanh_gaussian_sample
 from ding_lite.rl_utils.critic_term import CriticTerm
-from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector, SingleReward
+from ding_lite.rl_utils.reward_heads import RewardHeads, RewardVector
 from ding_lite.rl_utils.sequence import sequence_batch, sequence_priority
 from ding_lite.rl_utils.update_executor import UpdateExecutor
 from .base_policy import Policy
@@ -227,9 +227,9 @@ class SACPolicy(Policy):
         return batch
 
     def draws_in_graph(self, buffer: Any) -> bool:
-        """Whether a learn step can take a ``Draw`` of ``buffer``: nothing but the update learns from a batch."""
-        return self.executor.draws_in_graph(self._cfg.learn, buffer) and type(self)._forward_learn is \
-            SACPolicy._forward_learn and type(self._heads).train_step is SingleReward.train_step
+        """Whether a learn step can take a ``Draw`` of ``buffer``: nothing but SAC's update reads the batch."""
+        return self.executor.draws_in_graph(self._cfg.learn, buffer) and not self._heads.trains and \
+            (type(self)._forward_learn, type(self).update) == (SACPolicy._forward_learn, SACPolicy.update)
 
     def _forward_learn(self, data: list[dict] | Batch | Draw) -> dict[str, Tensor]:
         """One learn step: preprocess, the reward heads' rewards, ``update`` (a ``Draw``: all in one graph); its

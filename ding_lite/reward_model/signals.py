@@ -42,6 +42,7 @@ class RewardSignals(RewardHeads):
     optimizers) goes into the policy's learn state."""
 
     stat_prefix = 'reward_signal'
+    trains = True
 
     def __init__(self, cfg: dict, obs_size: int, action_size: int, device: torch.device) -> None:
         names = list(cfg)

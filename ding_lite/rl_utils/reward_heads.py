@@ -27,6 +27,7 @@ class SingleReward:
     reward heads, so the update calls the strategy it has and never asks which one."""
 
     names: list[str] = []
+    trains = False  # whether ``train_step`` learns from the batch (reward models)
 
     def critic_output(self, q: Tensor) -> Tensor:
         """The critics' output ``[E, B(, ...)]`` as the update reads it."""

@@ -266,3 +266,34 @@ def test_cuda_graph_on_the_cpu_warns_once_and_runs_eagerly():
     for a, b in zip(eager._model.parameters(), graphed._model.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert stats.keys() == eager_stats.keys()
+
+
+def test_only_sacs_own_learn_step_draws_its_batch_in_the_graph(monkeypatch):
+    """Where the executor could draw a batch inside the captured update (a graphed update on the buffer's GPU), SAC's
+    learn step takes a ``Draw``; one whose reward models learn from the batch, or a class with its own
+    ``_forward_learn`` or ``update`` (which may read the batch), is still given its batches."""
+    from ding_lite.data import GraphSampler, ReplayBuffer
+    from ding_lite.rl_utils.update_executor import UpdateExecutor
+    buffer = ReplayBuffer({'replay_buffer_size': 64})
+    buffer.push(_transitions(20))
+    assert not create_policy(_cfg()).draws_in_graph(buffer)     # on the CPU: no graph to draw in
+    monkeypatch.setattr(UpdateExecutor, 'draws_in_graph', lambda self, learn, buffer: True)
+    drawing = create_policy(_cfg())
+    assert drawing.draws_in_graph(buffer)
+    signals = _cfg()
+    signals.reward_signals = dict(extrinsic=dict(strength=1.0), rnd=dict(strength=0.1, encoding_size=8))
+    assert not create_policy(signals).draws_in_graph(buffer)
+
+    class OwnUpdate(SACPolicy):
+        def update(self, batch):
+            return super().update(batch)
+    assert not OwnUpdate(_cfg(), enable_field=['learn']).draws_in_graph(buffer)
+    outputs = []
+    for draws in (True, False):                                 # a Draw's step is the step on the batch it draws
+        torch.manual_seed(0)
+        policy = create_policy(_cfg())
+        draw = GraphSampler(buffer)(16)
+        outputs.append(policy.learn_mode.forward(draw if draws else draw.gather()))
+    assert outputs[0].keys() == outputs[1].keys() and 'critic_loss' in outputs[0]
+    for key, value in outputs[0].items():
+        assert torch.equal(value, outputs[1][key]), key
