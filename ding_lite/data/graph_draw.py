@@ -57,7 +57,7 @@ class GraphSampler:
 
 class Draw:
     """A learn batch not drawn yet: ``batch_size`` transitions that ``gather()`` draws and reads, inside the graph
-    of the update it is given to (``graph_key`` tells its graphs apart: the batch size, where the count and the storage lie)."""
+    of the update it is given to (``graph_key`` tells its graphs apart: the batch size, where count and storage lie)."""
 
     __slots__ = ('sampler', 'batch_size')
 

@@ -35,13 +35,14 @@ class CudaGraphStep:
 
     The first ``warmup`` calls run eagerly on a side stream: they create what capture must not allocate (optimizer
     state, cuBLAS workspaces). The next call captures ``step`` on static copies of its batch; each later call
-    copies its batch into them (one copy per field) and replays; a batch with ``graph_key()`` (``Draw``) the step
-    draws itself, so the graph records the drawing and nothing is copied in. Outputs are copied out of the graph's
-    memory (0-d statistics as one vector), so they outlive the next replay. A batch with other fields, shapes or
-    dtypes (or another ``graph_key``) gets its own graph. Python values the step reads (learning rates, flags) are
-    fixed at capture; call ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``).
-    If capture fails, one warning and eager mode from then on. ``fresh=False``: a replay's outputs are the graph's own tensors, which
-    the next replay overwrites (for a caller that copies them away on the same stream first).
+    copies its batch into them (one copy per field) and replays; a ``Draw`` is a batch the step draws itself, so the
+    graph records the drawing and nothing is copied in. Outputs are copied out of the graph's memory (0-d statistics
+    as one vector), so they outlive the next replay. A batch with other fields, shapes or dtypes (a ``Draw`` with
+    another ``graph_key``) gets its own graph. Python values the step reads (learning rates, flags) are fixed at
+    capture; call ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``): the next
+    calls warm up and capture again. If capture fails, one warning and eager mode from then on. ``fresh=False``: a
+    replay's outputs are the graph's own tensors, which the next replay overwrites (for a caller that copies them
+    away on the same stream first).
     """
 
     def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3, fresh: bool = True) -> None:
@@ -52,8 +53,8 @@ class CudaGraphStep:
         self.eager = False      # True once capture failed
 
     def reset(self) -> None:
-        """Drop the captured graphs; the next calls warm up and capture again (a reset's fresh optimizers have no
-        state yet, which capture must not allocate)."""
+        """Drop the captured graphs; the next calls warm up and capture again (a parameter reset's fresh optimizers
+        have no state yet, which capture must not allocate)."""
         self._graphs.clear()
         self._eager_calls = 0
 
@@ -90,8 +91,8 @@ class CudaGraphStep:
 
     def _capture(self, flat: dict[tuple[str, ...], Tensor], key: tuple, kind: Any) -> _Captured | None:
         """Capture the step on static copies of ``flat``, given to it as a ``Batch``, or as a dict of the type
-        ``kind`` where the caller's batch was one (a run of many seeds passes its own); ``kind`` a batch the step
-        draws itself (``graph_key``): that batch, whose drawing the graph records."""
+        ``kind`` where the caller's batch was one (a run of many seeds passes its own); ``kind`` a ``Draw``: the
+        step is given it, and the graph records its drawing."""
         static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
 
         def given() -> Any:
