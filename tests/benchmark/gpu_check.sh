@@ -19,6 +19,8 @@
 # A second call for what does not fit in this one (each about 2-4 minutes):
 #   python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 50000 --device cuda \
 #     --cuda-graph --env-managers shared_memory --processes --no-learn-step   (the ten seeds' row at 50k env steps)
+#   python3 -m tests.benchmark.bench_e2e --device cuda --returns 20000   (seeds 0-2's returns with the batch drawn in
+#     the graph, strict stacked against overlapped: about 3 minutes)
 #   python3 -m tests.benchmark.bench_e2e --device cuda --windows --steps 5000 --warmup 1000
 #   python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16   (and --policy simba)
 set -uo pipefail
