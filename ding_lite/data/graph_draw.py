@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .buffer import ReplayBuffer
-from .collate import Batch, unflatten_batch
+from .collate import Batch
 
 
 def draws_plainly(buffer: ReplayBuffer) -> bool:
@@ -50,9 +50,8 @@ class GraphSampler:
 
     def gather(self, batch_size: int) -> Batch:
         """``batch_size`` slots drawn uniformly below the count and gathered (what the graph records)."""
-        storage = self.buffer.storage
         index = torch.rand(batch_size, dtype=torch.float64, device=self._count.device).mul_(self._count).long()
-        return unflatten_batch({path: values.index_select(0, index) for path, values in storage.items()})
+        return self.buffer._gather(index)  # the buffer's own gather (draws_plainly: ReplayBuffer's)
 
 
 class Draw:
