@@ -434,6 +434,9 @@ def test_a_batch_drawn_inside_the_captured_update_matches_the_eager_update_on_th
     assert graphed.draws_in_graph(buffer) and not eager.draws_in_graph(buffer)
     assert not graphed.draws_in_graph(PrioritizedReplayBuffer({'replay_buffer_size': 8, 'device': 'cuda'}))
     assert not _cuda_policy(cuda_graph=True, graph_sample=False).draws_in_graph(buffer)
+    from ding_lite.utils.cuda_graph import Summed
+    from ding_lite.worker.step_sums import StepSums
+    graphed_sums, eager_sums = StepSums(), StepSums()      # the graph's sums of its statistics, against the host's
     for step in range(10):                                 # 3 warm-up steps, the capture, then replays
         if step == 6:
             buffer.push(_cuda_batch(1, n=300))             # the replays read the new count and rows
@@ -441,9 +444,16 @@ def test_a_batch_drawn_inside_the_captured_update_matches_the_eager_update_on_th
         stats = graphed.learn_mode.forward(sampler(64))
         torch.cuda.manual_seed(step)
         expected = eager.learn_mode.forward(sampler(64).gather())
-        assert stats.keys() == expected.keys()
+        assert stats.keys() == expected.keys() and isinstance(stats, Summed) == (step >= 3)
         for key in expected:
             torch.testing.assert_close(stats[key], expected[key], rtol=1e-4, atol=1e-5)
+        graphed_sums.add(stats)
+        eager_sums.add(expected)
+        if step in (4, 9):                                 # a log: the next interval's sums are the graph's
+            (got, count), (want, expected_count) = graphed_sums.take(), eager_sums.take()
+            assert count == expected_count and got.keys() == want.keys()
+            for key in want:
+                torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-4)
     for a, b in zip(graphed.model.parameters(), eager.model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     drawn = graphed._learn_drawn
@@ -451,7 +461,8 @@ def test_a_batch_drawn_inside_the_captured_update_matches_the_eager_update_on_th
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode('error')
     try:
-        graphed.learn_mode.forward(sampler(64))
+        for _ in range(2):                                 # a step and its sums: no host sync
+            graphed_sums.add(graphed.learn_mode.forward(sampler(64)))
     finally:
         torch.cuda.set_sync_debug_mode('default')
 

@@ -83,12 +83,13 @@ class UpdateExecutor:
     def drawn(self, update: Callable[[Any], dict[str, Tensor]], prepare: Callable[[Any], Any]
               ) -> Callable[[Draw], dict[str, Tensor]]:
         """One update on a ``Draw``'s batch, ``update(prepare(draw.gather()))`` (``update`` not graphed): with
-        ``cuda_graph`` on a GPU the draw, ``prepare`` and the update are replayed from one captured graph."""
+        ``cuda_graph`` on a GPU the draw, ``prepare`` and the update are replayed from one captured graph, which also
+        sums the statistics (``Summed``: the graph's own tensors, valid until the next step, and their sums)."""
         def step(draw: Draw) -> dict[str, Tensor]:
             return update(prepare(draw.gather()))
         if not self.graphs or self._device.type != 'cuda':
             return step
-        self._drawn = CudaGraphStep(step, self._device, f"{self._what}'s draw and update")
+        self._drawn = CudaGraphStep(step, self._device, f"{self._what}'s draw and update", sums=True)
         return self._drawn
 
     def draws_in_graph(self, learn: EasyDict, buffer: Any) -> bool:

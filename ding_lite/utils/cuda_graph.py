@@ -13,12 +13,39 @@ from ..data.graph_draw import Draw
 Step = Callable[[Batch], dict[str, Tensor]]
 
 
+class GraphSums:
+    """The running sums of a captured step's 0-d statistics (``names``), which each replay adds to ``total``
+    inside the graph: nothing is summed on the host, and they are read once per log."""
+
+    def __init__(self, names: list[str], total: Tensor, vector: Tensor) -> None:
+        self.names, self.total, self._vector = names, total, vector
+
+    def restart(self) -> None:
+        """The sums start again from the last replay's statistics (call it before the next replay)."""
+        self.total.copy_(self._vector)
+
+    def read(self) -> dict[str, Tensor]:
+        """The sums as they stand, copied out of the graph's memory."""
+        return dict(zip(self.names, self.total.clone().unbind(0)))
+
+
+class Summed(dict):
+    """A replay's outputs (the graph's own tensors, which the next replay overwrites) and ``sums``: the running
+    sums of its 0-d statistics, kept in the graph (``GraphSums``)."""
+    __slots__ = ('sums',)
+
+    def __init__(self, outputs: dict[str, Tensor], sums: GraphSums) -> None:
+        super().__init__(outputs)
+        self.sums = sums
+
+
 class _Captured(NamedTuple):
     inputs: list[Tensor]         # static batch fields, in flatten_batch order
     graph: Any                   # torch.cuda.CUDAGraph (or a stand-in with replay())
     names: list[str]             # the 0-d statistics, stacked into vector
     vector: Tensor
     others: dict[str, Tensor]    # every other output (priority [B], ...)
+    sums: GraphSums | None       # with ``sums=True``: the vector's running sums, added inside the graph
 
 
 def cuda_graph_or_eager(step: Step, device: torch.device | str, what: str, warmup: int = 3) -> Step:
@@ -42,13 +69,17 @@ class CudaGraphStep:
     capture; call ``reset()`` when the tensors it updates are replaced (an optimizer's ``load_state_dict``): the next
     calls warm up and capture again. If capture fails, one warning and eager mode from then on. ``fresh=False``: a
     replay's outputs are the graph's own tensors, which the next replay overwrites (for a caller that copies them
-    away on the same stream first).
+    away on the same stream first). ``sums=True``: the graph also adds its 0-d statistics to running sums, and a
+    replay returns ``Summed`` (the graph's own tensors and those sums, whose size the warm-up calls told).
     """
 
-    def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3, fresh: bool = True) -> None:
+    def __init__(self, step: Step, device: torch.device, what: str, warmup: int = 3, fresh: bool = True,
+                 sums: bool = False) -> None:
         self._step, self._device, self._what, self._warmup, self._fresh = step, device, what, warmup, fresh
+        self._sums = sums
         self._graphs: dict[tuple, _Captured] = {}
         self._eager_calls = 0
+        self._warm_names: list[str] | None = None  # the 0-d statistics of the last warm-up call
         self._warmup_stream: torch.cuda.Stream | None = None
         self.eager = False      # True once capture failed
 
@@ -69,7 +100,9 @@ class CudaGraphStep:
         if entry is None:
             if self._eager_calls < self._warmup:
                 self._eager_calls += 1
-                return self._side_stream(batch)
+                output = self._side_stream(batch)
+                self._warm_names = _statistics(output)
+                return output
             entry = self._capture(flat, key, batch if drawn else type(batch) if isinstance(batch, dict) else None)
             if entry is None:
                 return self._step(batch)
@@ -77,6 +110,8 @@ class CudaGraphStep:
             torch._foreach_copy_(entry.inputs, list(flat.values()))
         entry.graph.replay()
         vector, others = entry.vector, entry.others
+        if entry.sums is not None:
+            return Summed(dict(zip(entry.names, vector.unbind(0))) | others, entry.sums)
         if self._fresh:
             vector, others = vector.clone() if entry.names else vector, {k: v.clone() for k, v in others.items()}
         return (dict(zip(entry.names, vector.unbind(0))) if entry.names else {}) | others
@@ -94,6 +129,8 @@ class CudaGraphStep:
         ``kind`` where the caller's batch was one (a run of many seeds passes its own); ``kind`` a ``Draw``: the
         step is given it, and the graph records its drawing."""
         static = {path: value.to(self._device, copy=True) for path, value in flat.items()}
+        warm = self._warm_names if self._sums else None  # the sums are zeros before the capture, which runs nothing
+        total = torch.zeros(len(warm), device=self._device) if warm else None
 
         def given() -> Any:
             if isinstance(kind, Draw):
@@ -102,8 +139,10 @@ class CudaGraphStep:
 
         def packed_step() -> tuple[list[str], Tensor, dict[str, Tensor]]:
             output = self._step(given())
-            names = [k for k, v in output.items() if v.dim() == 0 and v.dtype == torch.get_default_dtype()]
+            names = _statistics(output)
             vector = torch.stack([output[k] for k in names]) if names else torch.zeros(0, device=self._device)
+            if total is not None and names == warm:
+                total.add_(vector)
             return names, vector, {k: v for k, v in output.items() if k not in names}
 
         try:
@@ -114,7 +153,8 @@ class CudaGraphStep:
             warnings.warn(f"capturing {self._what} as a CUDA graph failed ({type(error).__name__}: {reason}); "
                           f"running it in eager mode", RuntimeWarning, stacklevel=3)
             return None
-        self._graphs[key] = entry = _Captured(list(static.values()), graph, names, vector, others)
+        sums = GraphSums(names, total, vector) if total is not None and names == warm else None
+        self._graphs[key] = entry = _Captured(list(static.values()), graph, names, vector, others, sums)
         return entry
 
     @staticmethod
@@ -124,6 +164,11 @@ class CudaGraphStep:
         with torch.cuda.graph(graph, capture_error_mode='thread_local'):  # other threads may use CUDA meanwhile
             output = fn()
         return graph, output
+
+
+def _statistics(output: dict[str, Tensor]) -> list[str]:
+    """The names of ``output``'s 0-d statistics (of the default float dtype), in its order."""
+    return [k for k, v in output.items() if v.dim() == 0 and v.dtype == torch.get_default_dtype()]
 
 
 def _as_dict(flat: dict[tuple[str, ...], Tensor], kind: type) -> dict:

@@ -77,13 +77,15 @@ class BaseLearner:
         self.last_iter = CountVar(0)
         self.last_envstep = 0
         self.priority_info: dict[str, Tensor] | None = None
-        self.step_sums = StepSums()  # the statistics since the last log (a stacked seed's: its row of the seeds')
         self._collected: list[tuple[Tensor, Tensor]] = []  # (action, reward) since the last log, for histograms
         self.last_log: dict[str, float] = {}
         self._hooks = build_learner_hooks(self._cfg.hook)
         if self._cfg.on_nonfinite not in ('stop', 'skip'):
             raise ValueError(f"learner.on_nonfinite must be 'stop' or 'skip', got {self._cfg.on_nonfinite!r}")
         self._skip_nonfinite = self._cfg.on_nonfinite == 'skip'
+        # the statistics since the last log (a stacked seed's: its row of the seeds'); a step it may drop
+        # (on_nonfinite='skip') is summed here, not in its graph
+        self.step_sums = StepSums(graph_sums=not self._skip_nonfinite)
         self.skipped_steps = 0
         self.priority_buffer: Any = None  # a prioritized buffer whose priorities each step updates
         self.save_replay_buffer = True

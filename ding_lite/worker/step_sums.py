@@ -7,18 +7,43 @@ from typing import Mapping
 import torch
 from torch import Tensor
 
+from ..utils.cuda_graph import GraphSums
+
 
 class StepSums:
     """The sums of each learn step's statistics (its output but ``priority``) and the steps counted since the last
-    ``take``."""
+    ``take``. A step replayed from a graph that sums its statistics itself (``Summed``) adds nothing here: those
+    sums are the graph's, read at ``take`` (``graph_sums=False``: never, for a learner that may drop a step)."""
 
-    def __init__(self) -> None:
-        self.sums: dict[str, Tensor] = {}
+    def __init__(self, graph_sums: bool = True) -> None:
+        self._sums: dict[str, Tensor] = {}
         self.count = 0
+        self._graph_sums = graph_sums
+        self._graph: GraphSums | None = None  # the graph whose sums hold this interval's statistics of its names
+
+    @property
+    def sums(self) -> dict[str, Tensor]:
+        """The sums so far (a graph's read out of it)."""
+        if self._graph is not None:
+            self._sums, self._graph = self._graph.read() | self._sums, None
+        return self._sums
+
+    @sums.setter
+    def sums(self, sums: dict[str, Tensor]) -> None:
+        self._sums, self._graph = sums, None
 
     def add(self, output: Mapping[str, Tensor]) -> None:
-        """One step's ``output`` added (a fused in-place add where its fields are the sums' own)."""
-        _add(self.sums, output)
+        """One step's ``output`` added (a fused in-place add where its fields are the sums' own); a ``Summed`` one's
+        statistics are left to its graph's sums, which start again from this step where the interval begins."""
+        graph = getattr(output, 'sums', None) if self._graph_sums else None
+        if graph is not self._graph:
+            held = self.sums  # another graph's, or none: its sums read out first
+            if graph is not None and not held.keys() & set(graph.names):
+                graph.restart()
+                self._graph = graph
+        if self._graph is not None:
+            output = {key: value for key, value in output.items() if key not in self._graph.names}
+        _add(self._sums, output)
         self.count += 1
 
     def take(self) -> tuple[dict[str, Tensor], int]:

@@ -35,6 +35,9 @@ class _Recorded(CudaGraphStep):
         outputs = fn()
         return _Graph(fn, outputs), outputs
 
+    def _side_stream(self, batch):  # the warm-up calls, on the CPU's one stream
+        return self._step(batch)
+
 
 def _step(batch):
     return {'total': batch.obs.sum(), 'mean': batch.reward.mean(), 'priority': batch.reward.abs() * 2,
@@ -125,3 +128,45 @@ def test_a_draw_is_recorded_with_its_step_and_each_replay_draws_again_from_the_b
     assert _Recorded.recordings == 2
     with pytest.raises(ValueError, match='cannot draw 4 transitions from a replay buffer holding 0'):
         GraphSampler(ReplayBuffer({'replay_buffer_size': 8}))(4)
+
+
+def test_a_summing_graph_adds_its_statistics_itself_and_a_learners_sums_read_them_once_per_log():
+    """``sums=True`` (the drawn update's graph): each replay adds its 0-d statistics to sums kept in the graph, and
+    returns its own tensors (not copies); ``StepSums`` leaves them there and reads them at ``take``. Across
+    warm-up steps, a new capture (a reset) mid-interval and other fields, every interval's sums and counts are the
+    plain ones'."""
+    from ding_lite.utils.cuda_graph import Summed
+    from ding_lite.worker.step_sums import StepSums
+    step = _Recorded(_step, torch.device('cpu'), 'the update', warmup=1, sums=True)
+    graphed, plain, expected, seed = StepSums(), StepSums(graph_sums=False), StepSums(graph_sums=False), 0
+    for interval, steps in enumerate((3, 4, 5, 3)):
+        for k in range(steps):
+            if interval == 2 and k == 2:
+                step.reset()                                         # a warm-up step, then a new capture
+            batch, seed = _batch(seed=seed), seed + 1
+            out = step(batch)
+            assert isinstance(out, Summed) == (step._graphs != {} and not (interval == 2 and k == 2))
+            graphed.add(out)
+            plain.add(out)
+            expected.add({key: value.clone() for key, value in _step(batch).items()})
+            if interval == 1:
+                entry = next(iter(step._graphs.values()))
+                assert out['total'].data_ptr() == entry.vector.data_ptr()  # the graph's own tensor, not a copy
+                assert graphed._graph is out.sums and 'total' not in graphed._sums  # nothing summed on the host
+        want, count = expected.take()
+        for got in (graphed.take(), plain.take()):
+            assert got[1] == count == steps and got[0].keys() == want.keys() == {'total', 'mean', 'count'}
+            for key in want:
+                torch.testing.assert_close(got[0][key], want[key])
+    assert _Recorded.recordings >= 2 and len(step._graphs) == 1
+
+
+def test_a_summing_graph_without_warm_up_calls_or_with_other_statistics_hands_out_copies():
+    """The sums' size comes from the warm-up calls: with none (or statistics that changed since) the graph keeps no
+    sums and its outputs are copies, as a plain graph's."""
+    from ding_lite.utils.cuda_graph import Summed
+    step = _Recorded(_step, torch.device('cpu'), 'the update', warmup=0, sums=True)
+    first = step(_batch(seed=0))
+    second = step(_batch(seed=1))
+    assert not isinstance(second, Summed) and first['total'].data_ptr() != second['total'].data_ptr()
+    _assert_same(first, _step(_batch(seed=0)))
