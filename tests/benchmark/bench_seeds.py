@@ -16,14 +16,18 @@ Run: ``python -m tests.benchmark.bench_seeds [--seeds 0-4] [--rounds 1] [--updat
    many-core GPU host might launch them: wall from launch to the last one's end against the batched run's, and peak
    memory (torch's peak reserved GPU memory summed over the processes; each also holds a CUDA context of its own).
    The issue's rows: ``--seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda --cuda-graph --processes
-   --no-learn-step``, and the same with ``--halfcheetah 50000``.
+   --no-learn-step``, and the same with ``--halfcheetah 50000``. ``--profile``: the batched run (its first env
+   manager) under cProfile, and where its host time went (its walls then include the profiler's cost).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import cProfile
 import csv
 import json
 import os
+import pstats
 import resource
 import subprocess
 import sys
@@ -60,10 +64,16 @@ def _zoo(config: str, seeds: list[int], tmp: str, max_env_step: int, device: str
 
 
 def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: str, cuda_graph: bool,
-           env_manager: str | None = None) -> None:
+           env_manager: str | None = None, profile_to: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if mode == 'batched':
-            result = _zoo(config, seeds, tmp, max_env_step, device, cuda_graph, env_manager)
+            profiler = cProfile.Profile() if profile_to else None
+            with profiler or contextlib.nullcontext():
+                result = _zoo(config, seeds, tmp, max_env_step, device, cuda_graph, env_manager)
+            if profiler is not None:
+                with open(profile_to, 'w') as out:
+                    for order in ('tottime', 'cumulative'):
+                        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(40)
         else:  # 'sequential'
             start, steps = time.perf_counter(), {}
             for seed in seeds:
@@ -78,12 +88,13 @@ def _child(mode: str, seeds: list[int], config: str, max_env_step: int, device: 
 
 def _spawn(mode: str, seeds: list[int], threads: int | None = None, config: str = 'pendulum_sac',
            max_env_step: int = MAX_ENV_STEP, device: str = 'cpu', cuda_graph: bool = False,
-           env_manager: str | None = None) -> subprocess.Popen:
+           env_manager: str | None = None, profile_to: str | None = None) -> subprocess.Popen:
     env = {**os.environ, **({'OMP_NUM_THREADS': str(threads)} if threads else {})}
     return subprocess.Popen([sys.executable, '-W', 'ignore', '-m', 'tests.benchmark.bench_seeds', '--child', mode,
                              '--seeds', ','.join(map(str, seeds)), '--config', config, '--max-env-step',
                              str(max_env_step), '--device', device, *(['--cuda-graph'] if cuda_graph else []),
-                             *(['--env-manager', env_manager] if env_manager else [])],
+                             *(['--env-manager', env_manager] if env_manager else []),
+                             *(['--profile-to', profile_to] if profile_to else [])],
                             stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
 
@@ -110,13 +121,14 @@ def pendulum_round(seeds: list[int]) -> Iterator[tuple[str, dict]]:
 
 
 def halfcheetah(seeds: list[int], env_steps: int, device: str = 'cpu', cuda_graph: bool = False,
-                env_manager: str | None = None) -> dict[str, float]:
-    """The HalfCheetah zoo config on ``device``: the seeds batched (envs in ``env_manager``, default the config's),
-    then the first seed alone (the config's manager); updates/s per seed end to end."""
+                env_manager: str | None = None, profile_to: str | None = None) -> dict[str, float]:
+    """The HalfCheetah zoo config on ``device``: the seeds batched (envs in ``env_manager``, default the config's;
+    under cProfile, its stats written to ``profile_to``, where given), then the first seed alone (the config's
+    manager); updates/s per seed end to end."""
     updates = env_steps - 10_000  # its random_collect_size, then one update per env step
     kwargs = dict(config='halfcheetah_sac', max_env_step=env_steps, device=device, cuda_graph=cuda_graph)
     launched = time.perf_counter()
-    batched = _result(_spawn('batched', seeds, env_manager=env_manager, **kwargs))
+    batched = _result(_spawn('batched', seeds, env_manager=env_manager, profile_to=profile_to, **kwargs))
     launched = time.perf_counter() - launched
     single = _result(_spawn('batched', seeds[:1], **kwargs))
     return {'batched_s': batched['wall_s'], 'single_s': single['wall_s'], 'batched_launch_s': launched,
@@ -197,6 +209,9 @@ def main() -> None:
     parser.add_argument('--no-learn-step', action='store_true', help="leave the learn step alone out")
     parser.add_argument('--processes', action='store_true', help="HalfCheetah's seeds also as one process each, "
                         "started together (the seeds batched against N processes)")
+    parser.add_argument('--profile', action='store_true', help="the batched HalfCheetah run (its first env manager) "
+                        "under cProfile: where its host time goes")
+    parser.add_argument('--profile-to', default=None, help=argparse.SUPPRESS)  # a child's
     parser.add_argument('--child', default=None)
     parser.add_argument('--config', default='pendulum_sac', help=argparse.SUPPRESS)  # a child's zoo config
     parser.add_argument('--max-env-step', type=int, default=MAX_ENV_STEP, help=argparse.SUPPRESS)
@@ -204,17 +219,23 @@ def main() -> None:
     from entry.pipeline.seeds import parse_seeds
     seeds = parse_seeds(args.seeds)
     if args.child:
-        _child(args.child, seeds, args.config, args.max_env_step, args.device, args.cuda_graph, args.env_manager)
+        _child(args.child, seeds, args.config, args.max_env_step, args.device, args.cuda_graph, args.env_manager,
+               args.profile_to)
         return
-    for manager in (args.env_managers.split(',') if args.env_managers else [None]) if args.halfcheetah else []:
-        result = halfcheetah(seeds, args.halfcheetah, args.device, args.cuda_graph, manager)
+    managers = args.env_managers.split(',') if args.env_managers else [None]
+    for manager in managers if args.halfcheetah else []:
+        profile_to = os.path.join(tempfile.mkdtemp(), 'profile.txt') if args.profile and manager == managers[0] \
+            else None
+        result = halfcheetah(seeds, args.halfcheetah, args.device, args.cuda_graph, manager, profile_to)
         envs = f' ({manager} envs)' if manager else ''
         print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched{envs} "
               f"{result['batched_s']:.1f} s ({result['per_seed_batched']:.1f} updates/s per seed, the first evaluation "
               f"done at {result['batched_first_eval_s']:.1f} s, peak RSS {result['peak_rss_gb']:.2f} GB), one seed "
               f"{result['single_s']:.1f} s ({result['per_seed_single']:.1f} updates/s, first evaluation done at "
               f"{result['single_first_eval_s']:.1f} s): {result['batched_s'] / result['single_s']:.2f}x", flush=True)
-        if args.processes and manager == (args.env_managers.split(',')[0] if args.env_managers else None):
+        if profile_to:
+            print(f"the batched run under cProfile:\n{open(profile_to).read()}", flush=True)
+        if args.processes and manager == managers[0]:
             apart = halfcheetah_processes(seeds, args.halfcheetah, args.device, args.cuda_graph)
             print(f"HalfCheetah, {args.halfcheetah} env steps: {len(seeds)} seeds batched{envs} "
                   f"{result['batched_launch_s']:.1f} s from launch (peak GPU memory {result['peak_gpu_gb']:.2f} GB, "

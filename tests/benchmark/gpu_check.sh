@@ -22,6 +22,9 @@
 #   python3 -m tests.benchmark.bench_e2e --device cuda --returns 20000   (seeds 0-2's returns with the batch drawn in
 #     the graph, strict stacked against overlapped: about 3 minutes)
 #   python3 -m tests.benchmark.bench_e2e --device cuda --windows --steps 5000 --warmup 1000
+#   python3 -m tests.benchmark.bench_seeds --seeds 0-9 --skip-pendulum --halfcheetah 12000 --device cuda \
+#     --cuda-graph --env-managers shared_memory --no-learn-step --profile   (where the ten seeds' host time goes)
+#   python3 -m tests.benchmark.bench_e2e --device cuda --profile   (the one-env loop's, the push's pinned staging)
 #   python3 -m tests.benchmark.bench_learn --device cuda --no-compile --amp bf16   (and --policy simba)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/gpu_check}}
