@@ -1,4 +1,5 @@
-"""The warm-up's random actions: a batch of them is the values the space's own ``sample`` gives, call after call."""
+"""The warm-up's random actions: a batch of them (drawn ahead in blocks where the space allows) is the values the
+space's own ``sample`` gives, call after call."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -20,7 +21,10 @@ from entry.kit.run_parts import RandomCollectPolicy
 def test_a_batch_of_random_actions_is_the_spaces_samples_one_after_another(space):
     policy = SimpleNamespace(cfg=None, process_transition=None, get_train_sample=None)
     batched = RandomCollectPolicy(policy, space, seed=7)
-    rows = torch.cat([batched.forward_batch(torch.zeros(n, 3))['action'] for n in (4, 1, 5)])
+    batched.BLOCK = 8                          # (blocks of 8: the draws below cross three of them)
+    rows = [batched.forward_batch(torch.zeros(n, 3))['action'] for n in (4, 1, 5, 11)]
+    rows.append(torch.stack([a['action'] for a in batched.forward({0: None, 1: None, 2: None}).values()]))
+    rows = torch.cat(rows)
     space.seed(7)
-    one_by_one = torch.as_tensor(np.stack([space.sample() for _ in range(10)]))
+    one_by_one = torch.as_tensor(np.stack([space.sample() for _ in range(24)]))
     assert rows.dtype == one_by_one.dtype and torch.equal(rows, one_by_one)
