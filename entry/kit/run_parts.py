@@ -133,7 +133,7 @@ class RandomCollectPolicy:
     def forward(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, torch.Tensor]]:
         """A random action per env; a recurrent policy's state advances as its own forward would advance it."""
         states = self._policy.forward(data, memory=kwargs['memory']) if kwargs.get('memory') else {}
-        actions = self._draw(len(data))
+        actions = self._draw(len(data)) if self._uniform else [self._space.sample() for _ in data]
         return {env_id: {'action': torch.as_tensor(action), **({'state': states[env_id]['state']} if states else {})}
                 for env_id, action in zip(data, actions)}
 

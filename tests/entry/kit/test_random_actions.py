@@ -28,3 +28,4 @@ def test_a_batch_of_random_actions_is_the_spaces_samples_one_after_another(space
     space.seed(7)
     one_by_one = torch.as_tensor(np.stack([space.sample() for _ in range(24)]))
     assert rows.dtype == one_by_one.dtype and torch.equal(rows, one_by_one)
+
