@@ -5,9 +5,9 @@ paper's rule for MuJoCo's terminating tasks), 5000 random steps first.
 
 Expected: the paper's published curves give about 7.3k at 100k env steps on HalfCheetah-v4 (the mean of 10 seeds;
 SAC 6.2k, CrossQ 8.1k there). Measured so far (seed 0, 2 CPU cores, still running): 4834 at 15k env steps, 5966 at
-25k, 6969 at 35k, 7738 at 45k, 8311 at 55k, 8801 at 65k, 9288 at 75k (5 evaluation episodes each). On 2 CPU
-cores an update of these critics takes about 0.25 s, so 100k env steps are about 14 hours; resume points carry
-the run across sessions (``ding_lite -m serial -c dizoo_configs/halfcheetah_simba_v2_config.py -s 0
+25k, 6969 at 35k, 7738 at 45k, 8311 at 55k, 8801 at 65k, 9288 at 75k, 9274 at 85k (5 evaluation episodes
+each). On 2 CPU cores an update of these critics takes about 0.25 s, so 100k env steps are about 14 hours; resume
+points carry the run across sessions (``ding_lite -m serial -c dizoo_configs/halfcheetah_simba_v2_config.py -s 0
 --max-env-step 100000``, then the same with ``--resume``).
 """
 from easydict import EasyDict
