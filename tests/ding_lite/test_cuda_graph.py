@@ -171,27 +171,3 @@ def test_a_summing_graph_without_warm_up_calls_or_with_other_statistics_hands_ou
     assert not isinstance(second, Summed) and first['total'].data_ptr() != second['total'].data_ptr()
     _assert_same(first, _step(_batch(seed=0)))
 
-
-def test_a_run_whose_drawn_update_sums_in_its_graph_logs_and_learns_as_one_summing_on_the_host(tmp_path, monkeypatch):
-    """A serial run whose learn steps draw their batches through a graph (the stand-in) that sums their statistics
-    logs every line, bit for bit, and learns every weight as the same run whose learner sums them."""
-    from entry import serial_pipeline
-    from ding_lite.rl_utils.update_executor import UpdateExecutor
-    from ding_lite.worker.step_sums import StepSums
-    from tests.entry.pipeline.test_resume import _cfg
-    adopted, add = [], StepSums.add
-    monkeypatch.setattr(StepSums, 'add', lambda self, output: add(self, output) or adopted.append(
-        self._graph is not None))
-    runs = {}
-    for sums in (True, False):
-        def drawn(self, update, prepare, sums=sums):
-            return _Recorded(lambda draw: update(prepare(draw.gather())), torch.device('cpu'), 'the update', sums=sums)
-        monkeypatch.setattr(UpdateExecutor, 'drawn', drawn)
-        adopted.clear()
-        policy = serial_pipeline(_cfg(tmp_path / str(sums), 'base', 'drawn'), seed=0, max_train_iter=40)
-        log = (tmp_path / str(sums) / 'log' / 'learner.txt').read_text().splitlines()
-        runs[sums] = policy, [line.split('] ', 1)[1] for line in log if 'critic_loss' in line], sum(adopted)
-    assert runs[True][2] > 20 and runs[False][2] == 0      # the statistics of most steps stayed in the graph
-    assert len(runs[True][1]) >= 7 and runs[True][1] == runs[False][1]
-    params = [dict(runs[s][0]._model.state_dict()) for s in (True, False)]
-    assert all(torch.equal(params[0][key], params[1][key]) for key in params[0])
