@@ -19,6 +19,7 @@ class GraphSums:
 
     def __init__(self, names: list[str], total: Tensor, vector: Tensor) -> None:
         self.names, self.total, self._vector = names, total, vector
+        self.summed = frozenset(names)
 
     def restart(self) -> None:
         """The sums start again from the last replay's statistics (call it before the next replay)."""

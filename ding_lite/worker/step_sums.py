@@ -38,12 +38,10 @@ class StepSums:
         graph = getattr(output, 'sums', None) if self._graph_sums else None
         if graph is not self._graph:
             held = self.sums  # another graph's, or none: its sums read out first
-            if graph is not None and not held.keys() & set(graph.names):
+            if graph is not None and held.keys().isdisjoint(graph.summed):
                 graph.restart()
                 self._graph = graph
-        if self._graph is not None:
-            output = {key: value for key, value in output.items() if key not in self._graph.names}
-        _add(self._sums, output)
+        _add(self._sums, output, self._graph.summed if self._graph is not None else ())
         self.count += 1
 
     def take(self) -> tuple[dict[str, Tensor], int]:
@@ -99,8 +97,9 @@ class _Row(StepSums):
         return sums, count
 
 
-def _add(sums: dict[str, Tensor], output: Mapping[str, Tensor]) -> None:
-    stats = {key: value for key, value in output.items() if key != 'priority'}
+def _add(sums: dict[str, Tensor], output: Mapping[str, Tensor], summed: frozenset | tuple = ()) -> None:
+    """``output``'s statistics but ``priority`` and those ``summed`` elsewhere (a graph's) added to ``sums``."""
+    stats = {key: value for key, value in output.items() if key != 'priority' and key not in summed}
     if sums and stats.keys() == sums.keys():  # the usual step
         torch._foreach_add_(list(sums.values()), [stats[key] for key in sums])
         return

@@ -123,7 +123,8 @@ class RandomCollectPolicy:
         self._space.seed(seed)
         space = action_space
         self._uniform = isinstance(space, gym.spaces.Box) and space.dtype.kind == 'f' and space.is_bounded('both')
-        self._block, self._next = np.empty((0, *space.shape), space.dtype) if self._uniform else None, 0
+        self._block = np.empty((0, *space.shape), space.dtype) if self._uniform else None
+        self._next = 0  # the block's first row not handed out
         self.cfg = policy.cfg
         self.process_transition, self.get_train_sample = policy.process_transition, policy.get_train_sample
         self.plain_transition_keys = getattr(policy, 'plain_transition_keys', None)
