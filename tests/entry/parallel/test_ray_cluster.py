@@ -238,7 +238,7 @@ def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluste
         main.pop('parallel')
         path = tmp_path / f'{name}_config.py'
         path.write_text(f"main_config = {dict(main)!r}\ncreate_config = {dict(create)!r}\n")
-        configs.append(Entry(str(path), name, 3000))
+        configs.append(Entry(str(path), name, 1500))
     out, done = tmp_path / 'out', threading.Event()
     lost = {}
 
@@ -265,7 +265,7 @@ def test_a_bench_suite_on_the_cluster_moves_a_lost_nodes_run_and_finishes(cluste
     assert record['nodes'][0] == lost['node'] and len(set(record['nodes'])) == 2  # it moved, and finished
     assert 'first finished: moved after a lost node' in capsys.readouterr().out
     assert int(open(out / 'first' / 'first_seed0' / 'log' / 'evaluator.csv').read().splitlines()[-1].split(',')[1]) \
-        >= 3000
+        >= 1500
 
 
 def test_a_search_on_the_cluster_counts_every_trial_once_when_a_node_is_lost(cluster, tmp_path):
@@ -298,7 +298,7 @@ def test_a_search_on_the_cluster_counts_every_trial_once_when_a_node_is_lost(clu
     remover = threading.Thread(target=remove_a_running_trials_node, daemon=True)
     remover.start()
     try:
-        study = tune((main, create), 3000, n_trials=6, stack=2, ray=cluster.address, storage=journal)
+        study = tune((main, create), 1200, n_trials=6, stack=2, ray=cluster.address, storage=journal)
     finally:
         done.set()
         remover.join(30)
