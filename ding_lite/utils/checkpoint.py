@@ -31,10 +31,12 @@ def _fsync_dir(directory: str) -> None:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+def signals_deferred() -> Iterator[None]:
     """Ctrl-C and SIGTERM wait until the block is done, then take their course: a KeyboardInterrupt raised inside
     ``torch.save``'s writer turns into a RuntimeError or aborts the process (a second Ctrl-C during a resume
-    point's write did both). Python runs signal handlers in the main thread only: elsewhere nothing changes."""
+    point's write did both), and one raised inside tensorboardX's ``add_scalar`` can leave its queue's lock held,
+    so that closing the writer hangs for ever. Python runs signal handlers in the main thread only: elsewhere
+    nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -59,7 +61,7 @@ def _atomic(path: str, write: Callable[[Any], None], mode: str) -> None:
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-    with _signals_deferred():
+    with signals_deferred():
         try:
             with os.fdopen(fd, mode) as f:
                 write(f)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from tensorboardX import SummaryWriter
 
+from ..utils.checkpoint import signals_deferred
 from .episode_metrics import mean_metrics
 
 
@@ -45,7 +46,10 @@ def format_scalars(prefix: str, scalars: dict[str, Any]) -> str:
 
 
 def write_scalars(tb_logger: SummaryWriter | None, prefix: str, scalars: dict[str, float], step: int) -> None:
-    if tb_logger is not None:
+    """Write ``scalars`` to tensorboard (and the tracker) with Ctrl-C held until done (``signals_deferred``)."""
+    if tb_logger is None:
+        return
+    with signals_deferred():
         for key, value in scalars.items():
             tb_logger.add_scalar(f'{prefix}/{key}', value, step)
         tracker = getattr(tb_logger, 'tracker', None)

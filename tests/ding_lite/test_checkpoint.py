@@ -129,3 +129,27 @@ def test_a_ctrl_c_during_a_write_waits_for_the_file(tmp_path):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert path.read_text() == 'ckpt_last.pth.tar'                  # then the interrupt, with the file complete
+
+
+def test_a_ctrl_c_during_a_tensorboard_write_waits_for_it_and_the_writer_still_closes(tmp_path):
+    """A KeyboardInterrupt raised inside tensorboardX's queue can leave its lock held: the run's closing then hung
+    for ever (a second Ctrl-C). The interrupt waits until every scalar of the call is queued."""
+    import signal
+    from ding_lite.worker.logger import build_tb_logger, write_scalars
+    writer, written = build_tb_logger(str(tmp_path)), []
+    add_scalar = writer.add_scalar
+
+    def add_and_interrupt(tag: str, value: float, step: int) -> None:
+        if not written:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the first scalar is queued
+        add_scalar(tag, value, step)
+        written.append(tag)
+    writer.add_scalar = add_and_interrupt
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_scalars(writer, 'learner', {'a': 1.0, 'b': 2.0, 'c': 3.0}, step=5)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert written == ['learner/a', 'learner/b', 'learner/c']
+    writer.close()
