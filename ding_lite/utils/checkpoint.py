@@ -46,8 +46,8 @@ def signals_deferred() -> Iterator[None]:
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number in (signal.SIGTERM, signal.SIGINT):  # SIGINT's last: a handler that raises leaves none behind
+            signal.signal(number, previous[number])
         for number, frame in caught:  # in order: a graceful handler's second call exits
             handler = previous[number]
             if callable(handler):

@@ -153,3 +153,30 @@ def test_a_ctrl_c_during_a_tensorboard_write_waits_for_it_and_the_writer_still_c
         signal.signal(signal.SIGINT, previous)
     assert written == ['learner/a', 'learner/b', 'learner/c']
     writer.close()
+
+
+def test_a_ctrl_c_as_the_handlers_come_back_leaves_none_of_the_deferring_ones_behind(monkeypatch):
+    """A second Ctrl-C raises from the run's handler the moment it is back: SIGTERM's own must be back already,
+    or SIGTERM would be swallowed for the rest of the process."""
+    import signal
+    from ding_lite.utils import signals_deferred
+    set_handler = signal.signal
+
+    def set_and_interrupt(number, handler):
+        previous = set_handler(number, handler)
+        if number == signal.SIGINT and handler is signal.default_int_handler:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as soon as Python's own handler is back
+        return previous
+    before = {number: set_handler(number, handler) for number, handler in
+              ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))}
+    try:
+        monkeypatch.setattr(signal, 'signal', set_and_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            with signals_deferred():
+                pass
+        monkeypatch.undo()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        for number, handler in before.items():
+            set_handler(number, handler)
