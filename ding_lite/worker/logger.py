@@ -33,9 +33,18 @@ def build_logger(exp_name: str | None, name: str, console: bool = False) -> logg
     return logger
 
 
+class _Writer(SummaryWriter):
+    """tensorboardX's writer, closed with Ctrl-C held until done: a KeyboardInterrupt inside its close can leave its
+    queue's lock held, and the process's exit (which closes it again) then waits for ever."""
+
+    def close(self) -> None:
+        with signals_deferred():
+            super().close()
+
+
 def build_tb_logger(exp_name: str, pipeline: str = 'serial', tracker: Any = None) -> SummaryWriter:
     """The run's tensorboard writer; ``tracker`` (a Weights & Biases run, or None) receives the same scalars."""
-    writer = SummaryWriter(os.path.join(exp_name, 'log', pipeline))
+    writer = _Writer(os.path.join(exp_name, 'log', pipeline))
     writer.tracker = tracker
     return writer
 

@@ -131,9 +131,9 @@ def test_a_ctrl_c_during_a_write_waits_for_the_file(tmp_path):
     assert path.read_text() == 'ckpt_last.pth.tar'                  # then the interrupt, with the file complete
 
 
-def test_a_ctrl_c_during_a_tensorboard_write_waits_for_it_and_the_writer_still_closes(tmp_path):
+def test_a_ctrl_c_during_a_tensorboard_write_or_close_waits_for_it(tmp_path):
     """A KeyboardInterrupt raised inside tensorboardX's queue can leave its lock held: the run's closing then hung
-    for ever (a second Ctrl-C). The interrupt waits until every scalar of the call is queued."""
+    for ever (a second Ctrl-C). The interrupt waits until every scalar of the call is queued, or the writer closed."""
     import signal
     from ding_lite.worker.logger import build_tb_logger, write_scalars
     writer, written = build_tb_logger(str(tmp_path)), []
@@ -152,7 +152,16 @@ def test_a_ctrl_c_during_a_tensorboard_write_waits_for_it_and_the_writer_still_c
     finally:
         signal.signal(signal.SIGINT, previous)
     assert written == ['learner/a', 'learner/b', 'learner/c']
-    writer.close()
+    events = writer.file_writer.event_writer
+    flush = events.flush
+    events.flush = lambda: (os.kill(os.getpid(), signal.SIGINT), flush())  # Ctrl-C as it closes
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            writer.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert events._closed  # closed to the end, so the exit's own close has nothing left to do
 
 
 def test_a_ctrl_c_as_the_handlers_come_back_leaves_none_of_the_deferring_ones_behind(monkeypatch):
