@@ -12,7 +12,7 @@ from easydict import EasyDict
 from torch import Tensor
 
 from ..registry import LEARNER_REGISTRY, import_names
-from ..utils.checkpoint import atomic_write_text, load_file, save_file, signals_deferred, to_safe
+from ..utils.checkpoint import atomic_write_text, load_file, save_file, to_safe
 from ..utils.seed import get_rng_state, set_rng_state
 from ..utils.default_config import class_default_config, with_defaults
 from .learner_hook import LearnerHook, add_learner_hook, build_learner_hooks
@@ -152,9 +152,8 @@ class BaseLearner:
         the histograms of what was collected since the last log, with ``log_histograms``)."""
         if self._collected and self._tb_logger is not None:
             actions, rewards = zip(*self._collected)
-            with signals_deferred():  # as write_scalars
-                self._tb_logger.add_histogram('collector/action', torch.cat(actions).float().cpu(), self.last_envstep)
-                self._tb_logger.add_histogram('collector/reward', torch.cat(rewards).float().cpu(), self.last_envstep)
+            self._tb_logger.add_histogram('collector/action', torch.cat(actions).float().cpu(), self.last_envstep)
+            self._tb_logger.add_histogram('collector/reward', torch.cat(rewards).float().cpu(), self.last_envstep)
         self._collected = []
         if not self.step_sums.count:
             return self.last_log

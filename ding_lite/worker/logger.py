@@ -34,8 +34,13 @@ def build_logger(exp_name: str | None, name: str, console: bool = False) -> logg
 
 
 class _Writer(SummaryWriter):
-    """tensorboardX's writer, closed with Ctrl-C held until done: a KeyboardInterrupt inside its close can leave its
-    queue's lock held, and the process's exit (which closes it again) then waits for ever."""
+    """tensorboardX's writer, its histograms and its close with Ctrl-C held until done (its scalars: ``write_scalars``):
+    a KeyboardInterrupt inside them can leave its queue's lock held, and the process's exit (which closes it again)
+    then waits for ever."""
+
+    def add_histogram(self, *args: Any, **kwargs: Any) -> None:
+        with signals_deferred():
+            super().add_histogram(*args, **kwargs)
 
     def close(self) -> None:
         with signals_deferred():
